@@ -1,0 +1,4 @@
+// Command chatd serves the chatd HTTP API.
+package main
+
+func main() {}

@@ -1,0 +1,57 @@
+package blocks
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Role says who authored a message.
+type Role string
+
+// The roles a chat message can have.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// Message is one persisted chat message, the same record in live responses
+// and in history. Text is authoritative for block-unaware consumers;
+// ContentBlocks and Meta enrich it and are omitted from JSON when empty, so a
+// plain message serializes exactly as {id, role, message, timestamp}.
+type Message struct {
+	ID            string         `json:"id"`
+	Role          Role           `json:"role"`
+	Text          string         `json:"message"`
+	Timestamp     time.Time      `json:"timestamp"`
+	ContentBlocks []ContentBlock `json:"content_blocks,omitempty"`
+	Meta          map[string]any `json:"_meta,omitempty"`
+}
+
+// NewMessage returns a message with a fresh time-ordered ID and the current
+// time in UTC.
+func NewMessage(role Role, text string, contentBlocks []ContentBlock, meta map[string]any) Message {
+	return Message{
+		ID:            NewID(),
+		Role:          role,
+		Text:          text,
+		Timestamp:     time.Now().UTC(),
+		ContentBlocks: contentBlocks,
+		Meta:          meta,
+	}
+}
+
+// NewID mints a UUIDv7: IDs sort by creation time, which history paging
+// relies on.
+func NewID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// Blocks returns the message's content blocks (nil when it has none).
+func (m Message) Blocks() []ContentBlock { return m.ContentBlocks }
+
+// MetaValue returns the value of one _meta key and whether it is present.
+func (m Message) MetaValue(key string) (any, bool) {
+	v, ok := m.Meta[key]
+	return v, ok
+}

@@ -1,0 +1,156 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"chatd/internal/blocks"
+)
+
+// Sentinel errors. Every method wraps these with %w; the API maps them to
+// HTTP statuses in one table.
+var (
+	// ErrNotFound: the thread does not exist, or belongs to another principal
+	// (the two are indistinguishable on purpose).
+	ErrNotFound = errors.New("thread not found")
+	// ErrBusy: another turn holds the thread's turn lock.
+	ErrBusy = errors.New("thread busy")
+	// ErrElicitationPending: a plain turn was begun while an elicitation is
+	// pending. The returned error is a *PendingError carrying it.
+	ErrElicitationPending = errors.New("elicitation pending")
+	// ErrElicitationNotFound: no elicitation with that ID was ever issued on
+	// the thread.
+	ErrElicitationNotFound = errors.New("elicitation not found")
+	// ErrElicitationConsumed: the elicitation was already answered, or an
+	// answer to it is being processed right now.
+	ErrElicitationConsumed = errors.New("elicitation already consumed")
+	// ErrElicitationExpired: the elicitation was issued but its pending state
+	// expired before it was answered.
+	ErrElicitationExpired = errors.New("elicitation expired")
+	// ErrUnknownCursor: a history page was asked for before a message ID the
+	// thread does not hold.
+	ErrUnknownCursor = errors.New("unknown history cursor")
+	// ErrLockLost: a commit or release named a lock token that no longer holds
+	// the thread's lock (it expired); nothing was written.
+	ErrLockLost = errors.New("turn lock lost")
+	// ErrUnavailable: the backing store cannot be reached.
+	ErrUnavailable = errors.New("store unavailable")
+)
+
+// PendingError is returned by BeginTurn when the thread has a pending
+// elicitation; errors.Is(err, ErrElicitationPending) holds.
+type PendingError struct {
+	Pending Pending
+}
+
+func (e *PendingError) Error() string {
+	return fmt.Sprintf("elicitation %s pending until %s", e.Pending.ElicitationID, e.Pending.ExpiresAt.Format(time.RFC3339))
+}
+
+// Is reports ErrElicitationPending as the error's kind.
+func (e *PendingError) Is(target error) bool { return target == ErrElicitationPending }
+
+// Thread is a conversation owned by one principal and bound to one processor.
+type Thread struct {
+	ID        string
+	Owner     string
+	Processor string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Pending is a thread's open elicitation: the request as the processor made
+// it (the JSON of an elicit.Request), the processor's opaque state to resume
+// from, and when it expires.
+type Pending struct {
+	ElicitationID string
+	Request       json.RawMessage
+	State         []byte
+	ExpiresAt     time.Time
+}
+
+// Idempotency is a stored turn outcome for an Idempotency-Key: the
+// fingerprint of the request body that produced it and the response to
+// replay.
+type Idempotency struct {
+	Principal   string
+	Key         string
+	Fingerprint string
+	Result      []byte
+}
+
+// BeginTurn asks to start a plain turn.
+type BeginTurn struct {
+	ThreadID  string
+	Principal string
+	// IdempotencyKey, when set, is looked up first: a stored record is
+	// returned in TurnStart.Replay and no lock is taken.
+	IdempotencyKey string
+	// LockTTL bounds how long a crashed instance can wedge the thread.
+	LockTTL time.Duration
+	// Window is how many of the most recent messages to return (0: none).
+	Window int
+}
+
+// BeginResume asks to start the turn that answers an elicitation.
+type BeginResume struct {
+	ThreadID      string
+	Principal     string
+	ElicitationID string
+	LockTTL       time.Duration
+	Window        int
+}
+
+// TurnStart is what a begun turn holds: the thread, the lock token to commit
+// or release with, and the recent history window (oldest first). For a
+// resume, Pending is the elicitation being answered; for a plain turn whose
+// idempotency key was seen before, Replay is set and nothing else is held.
+type TurnStart struct {
+	Thread    Thread
+	LockToken string
+	History   []blocks.Message
+	Pending   *Pending
+	Replay    *Idempotency
+}
+
+// Commit is the outcome of a turn, written atomically with releasing its lock.
+type Commit struct {
+	ThreadID  string
+	LockToken string
+	// Messages are appended to history in order.
+	Messages []blocks.Message
+	// Pause, when set, becomes the thread's pending elicitation (expiring at
+	// Pause.ExpiresAt) and its ID is recorded as issued.
+	Pause *Pending
+	// Consumed, when set, is the elicitation ID this turn answered: its
+	// pending state is deleted and the ID recorded as consumed.
+	Consumed string
+	// Idempotency, when set, is stored for IdempotencyTTL.
+	Idempotency *Idempotency
+}
+
+// Page is one page of history, oldest first. NextBefore is the page's oldest
+// message ID when older messages exist, and empty otherwise.
+type Page struct {
+	Messages   []blocks.Message
+	NextBefore string
+}
+
+// Options are the retention settings shared by both implementations.
+type Options struct {
+	// ThreadTTL is how long a thread lives after its last activity.
+	ThreadTTL time.Duration
+	// HistoryMax caps a thread's history; the oldest messages are trimmed.
+	HistoryMax int
+	// IdempotencyTTL is how long an idempotency record is replayed.
+	IdempotencyTTL time.Duration
+}
+
+// DefaultOptions are the retention defaults of SPEC §9.
+var DefaultOptions = Options{
+	ThreadTTL:      720 * time.Hour,
+	HistoryMax:     1000,
+	IdempotencyTTL: 24 * time.Hour,
+}
