@@ -1,4 +1,167 @@
-// Command chatd serves the chatd HTTP API.
+// Command chatd serves the chatd HTTP API. Configuration comes from CHATD_*
+// environment variables, each documented in the README.
 package main
 
-func main() {}
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"chatd/internal/api"
+	"chatd/internal/processor"
+	"chatd/internal/processor/demo"
+	"chatd/internal/processor/echo"
+	"chatd/internal/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "chatd:", err)
+		os.Exit(1)
+	}
+}
+
+// closingStore is the store run serves from and closes on shutdown.
+type closingStore interface {
+	api.Store
+	Close() error
+}
+
+// run serves until ctx is cancelled, then shuts down gracefully: it stops
+// accepting connections, lets running turns finish and persist, and closes
+// the store. Logs go to logOut.
+func run(ctx context.Context, logOut io.Writer) error {
+	cfg, err := loadConfig()
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	logger, err := newLogger(cfg, logOut)
+	if err != nil {
+		return err
+	}
+	registry, err := newRegistry(cfg)
+	if err != nil {
+		return err
+	}
+	auth, err := newAuth(cfg)
+	if err != nil {
+		return err
+	}
+	st, err := newStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	server := api.NewServer(api.Deps{
+		Store: st, Processors: registry, Auth: auth, Logger: logger, Metrics: api.NewMetrics(),
+		Config: api.Config{
+			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
+			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: cfg.HeartbeatEvery,
+		},
+	})
+	httpServer := &http.Server{
+		Handler:           server,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		// No WriteTimeout: streams last as long as their turn; each SSE
+		// write has its own deadline.
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	storeKind := "embedded"
+	if cfg.RedisURL != "" {
+		storeKind = "redis"
+	}
+	logger.Info("chatd listening", "addr", ln.Addr().String(), "store", storeKind,
+		"processors", registry.Names(), "default_processor", registry.Default(), "auth_mode", cfg.AuthMode)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpServer.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+
+	logger.Info("shutting down: draining running turns")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	errs := []error{httpServer.Shutdown(shutdownCtx), server.Drain(shutdownCtx)}
+	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, err)
+	}
+	logger.Info("chatd stopped")
+	return errors.Join(errs...)
+}
+
+func newLogger(cfg config, out io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return nil, fmt.Errorf("CHATD_LOG_LEVEL %q: want debug, info, warn or error", cfg.LogLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(out, opts)), nil
+	}
+	return slog.New(slog.NewJSONHandler(out, opts)), nil
+}
+
+// builtins are the processors chatd ships; CHATD_PROCESSORS picks from them.
+var builtins = map[string]func() processor.Processor{
+	"demo": func() processor.Processor { return demo.New() },
+	"echo": func() processor.Processor { return echo.New() },
+}
+
+func newRegistry(cfg config) (*processor.Registry, error) {
+	enabled := map[string]processor.Processor{}
+	for _, name := range cfg.Processors {
+		name = strings.TrimSpace(name)
+		build, ok := builtins[name]
+		if !ok {
+			return nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q", name)
+		}
+		enabled[name] = build()
+	}
+	return processor.NewRegistry(enabled, cfg.DefaultProcessor)
+}
+
+func newAuth(cfg config) (api.Authenticator, error) {
+	switch cfg.AuthMode {
+	case "apikey":
+		keys, err := cfg.apiKeys()
+		if err != nil {
+			return nil, err
+		}
+		return api.NewAPIKeyAuth(keys)
+	case "header":
+		return api.HeaderAuth{Header: cfg.PrincipalHeader}, nil
+	default:
+		return api.AnonymousAuth{}, nil
+	}
+}
+
+func newStore(cfg config) (closingStore, error) {
+	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour}
+	if cfg.RedisURL == "" {
+		return store.NewMemory(opts), nil
+	}
+	st, err := store.OpenRedis(cfg.RedisURL, opts)
+	if err != nil {
+		return nil, fmt.Errorf("CHATD_REDIS_URL: %w", err)
+	}
+	return st, nil
+}

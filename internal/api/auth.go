@@ -1,0 +1,142 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"strings"
+	"unicode"
+)
+
+// Authenticator resolves the principal a request acts for.
+type Authenticator interface {
+	// Authenticate returns the request's principal, or an error when the
+	// credentials are missing or wrong.
+	Authenticate(r *http.Request) (string, error)
+	// Challenge is the WWW-Authenticate value sent with a 401.
+	Challenge() string
+}
+
+var errUnauthenticated = errorf(http.StatusUnauthorized, "unauthorized", "missing or invalid credentials")
+
+// AnonymousPrincipal is the one principal of auth mode none.
+const AnonymousPrincipal = "anonymous"
+
+// AnonymousAuth is auth mode none: every request is the anonymous principal.
+type AnonymousAuth struct{}
+
+// Authenticate implements Authenticator.
+func (AnonymousAuth) Authenticate(*http.Request) (string, error) { return AnonymousPrincipal, nil }
+
+// Challenge implements Authenticator.
+func (AnonymousAuth) Challenge() string { return "" }
+
+// APIKeyAuth is auth mode apikey: `Authorization: Bearer <key>`, each key
+// belonging to one principal.
+type APIKeyAuth struct {
+	keys []apiKey
+}
+
+type apiKey struct {
+	principal string
+	digest    [sha256.Size]byte
+}
+
+// NewAPIKeyAuth returns an authenticator for keys, a map of principal to key.
+func NewAPIKeyAuth(keys map[string]string) (*APIKeyAuth, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("auth mode apikey needs at least one key")
+	}
+	a := &APIKeyAuth{}
+	for principal, key := range keys {
+		if err := validPrincipal(principal); err != nil {
+			return nil, err
+		}
+		if key == "" {
+			return nil, errors.New("api key for principal " + principal + " is empty")
+		}
+		a.keys = append(a.keys, apiKey{principal: principal, digest: sha256.Sum256([]byte(key))})
+	}
+	return a, nil
+}
+
+// Authenticate implements Authenticator. Keys are compared as SHA-256 digests
+// in constant time, and every key is compared, so timing reveals neither a
+// key nor which principal's key was close.
+func (a *APIKeyAuth) Authenticate(r *http.Request) (string, error) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", errUnauthenticated
+	}
+	digest := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	principal := ""
+	for _, k := range a.keys {
+		if subtle.ConstantTimeCompare(digest[:], k.digest[:]) == 1 {
+			principal = k.principal
+		}
+	}
+	if principal == "" {
+		return "", errUnauthenticated
+	}
+	return principal, nil
+}
+
+// Challenge implements Authenticator.
+func (a *APIKeyAuth) Challenge() string { return `Bearer realm="chatd"` }
+
+// HeaderAuth is auth mode header: a trusted gateway in front of chatd puts
+// the authenticated principal in Header.
+type HeaderAuth struct {
+	Header string
+}
+
+// Authenticate implements Authenticator.
+func (h HeaderAuth) Authenticate(r *http.Request) (string, error) {
+	principal := r.Header.Get(h.Header)
+	if validPrincipal(principal) != nil {
+		return "", errUnauthenticated
+	}
+	return principal, nil
+}
+
+// Challenge implements Authenticator.
+func (h HeaderAuth) Challenge() string { return "" }
+
+// validPrincipal keeps principals printable and short: they are stored with
+// every thread and appear in logs.
+func validPrincipal(p string) error {
+	if p == "" || len(p) > 256 {
+		return errors.New("principal must be 1 to 256 bytes")
+	}
+	for _, r := range p {
+		if !unicode.IsPrint(r) || r == ' ' {
+			return errors.New("principal must be printable without spaces")
+		}
+	}
+	return nil
+}
+
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, p string) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+func principalFrom(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
+
+// authenticate resolves the principal for /v1 routes.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		principal, err := s.auth.Authenticate(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), principal)))
+	})
+}

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"chatd/internal/blocks"
+	"chatd/internal/store"
+)
+
+// Problem is an RFC 9457 problem detail with chatd's stable code. Elicitation
+// and ElicitationExpiresAt are set on 409 elicitation_pending.
+type Problem struct {
+	Type                 string              `json:"type"`
+	Title                string              `json:"title"`
+	Status               int                 `json:"status"`
+	Detail               string              `json:"detail"`
+	Code                 string              `json:"code"`
+	Errors               []blocks.FieldError `json:"errors,omitempty"`
+	Elicitation          json.RawMessage     `json:"elicitation,omitempty"`
+	ElicitationExpiresAt *time.Time          `json:"elicitation_expires_at,omitempty"`
+}
+
+// Error is an error with the status and code the client sees. Detail is safe
+// to show; Err is the cause, logged only for 5xx.
+type Error struct {
+	Status int
+	Code   string
+	Detail string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Detail, e.Err)
+	}
+	return e.Code + ": " + e.Detail
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// errorf builds a client-facing error.
+func errorf(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// sentinels maps the errors other packages produce to what clients see: the
+// one table of status codes.
+var sentinels = []struct {
+	err    error
+	status int
+	code   string
+	detail string
+}{
+	{store.ErrNotFound, http.StatusNotFound, "not_found", "thread not found"},
+	{store.ErrBusy, http.StatusConflict, "thread_busy", "another turn is running on this thread; retry when it has finished"},
+	{store.ErrElicitationPending, http.StatusConflict, "elicitation_pending", "the thread is waiting for the answer to an elicitation; answer it or post cancel"},
+	{store.ErrElicitationNotFound, http.StatusNotFound, "elicitation_not_found", "no such elicitation on this thread"},
+	{store.ErrElicitationConsumed, http.StatusConflict, "elicitation_consumed", "this elicitation has already been answered"},
+	{store.ErrElicitationExpired, http.StatusGone, "elicitation_expired", "this elicitation expired before it was answered"},
+	{store.ErrUnknownCursor, http.StatusBadRequest, "invalid_request", "before: no such message in this thread"},
+	{store.ErrUnavailable, http.StatusServiceUnavailable, "store_unavailable", "the store is unavailable; retry shortly"},
+}
+
+var titles = map[string]string{
+	"invalid_request":        "Invalid request",
+	"unauthorized":           "Unauthorized",
+	"not_found":              "Not found",
+	"thread_busy":            "Thread busy",
+	"elicitation_pending":    "Elicitation pending",
+	"elicitation_not_found":  "Elicitation not found",
+	"elicitation_consumed":   "Elicitation already answered",
+	"elicitation_expired":    "Elicitation expired",
+	"validation_failed":      "Validation failed",
+	"payload_too_large":      "Payload too large",
+	"unsupported_media_type": "Unsupported media type",
+	"idempotency_conflict":   "Idempotency key reused",
+	"store_unavailable":      "Store unavailable",
+	"processor_failed":       "Processor failed",
+	"internal":               "Internal error",
+	"method_not_allowed":     "Method not allowed",
+	"not_acceptable":         "Not acceptable",
+}
+
+// problemFor turns any error into the problem the client sees.
+func problemFor(err error) Problem {
+	var p Problem
+	var apiErr *Error
+	var verr *blocks.ValidationError
+	var pending *store.PendingError
+	switch {
+	case errors.As(err, &apiErr):
+		p = Problem{Status: apiErr.Status, Code: apiErr.Code, Detail: apiErr.Detail}
+		if errors.As(apiErr.Err, &verr) {
+			p.Errors = verr.Errors
+		}
+	case errors.As(err, &verr):
+		p = Problem{Status: http.StatusUnprocessableEntity, Code: "validation_failed",
+			Detail: "the request has invalid fields; see errors", Errors: verr.Errors}
+	default:
+		p = Problem{Status: http.StatusInternalServerError, Code: "internal", Detail: "internal error"}
+		for _, s := range sentinels {
+			if errors.Is(err, s.err) {
+				p = Problem{Status: s.status, Code: s.code, Detail: s.detail}
+				break
+			}
+		}
+	}
+	if errors.As(err, &pending) {
+		p.Elicitation = pending.Pending.Request
+		expires := pending.Pending.ExpiresAt.UTC()
+		p.ElicitationExpiresAt = &expires
+	}
+	p.Type = "urn:chatd:problem:" + p.Code
+	p.Title = titles[p.Code]
+	return p
+}
+
+// isClientGone reports whether err only says the client went away.
+func isClientGone(err error) bool {
+	return errors.Is(err, context.Canceled)
+}

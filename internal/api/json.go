@@ -1,0 +1,127 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// writeJSON encodes v into a buffer first, so a failed encode never leaves a
+// half-written 200, then writes it with status.
+func writeJSON(w http.ResponseWriter, status int, contentType string, v any) error {
+	body, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	writeBody(w, status, contentType, body)
+	return nil
+}
+
+func writeBody(w http.ResponseWriter, status int, contentType string, body []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// marshal encodes v compactly without HTML escaping (chat text is full of
+// <, > and &, and escaping them only obscures it).
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+const jsonType = "application/json"
+
+// readBody reads a JSON request body, bounded by limit. An empty body is
+// returned as nil when allowEmpty; otherwise the content type must be JSON.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bool) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "request body exceeds %d bytes", limit)
+		}
+		return nil, errorf(http.StatusBadRequest, "invalid_request", "could not read request body")
+	}
+	if len(bytes.TrimSpace(body)) == 0 && allowEmpty {
+		return nil, nil
+	}
+	if err := requireJSON(r); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+func requireJSON(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	mediaType, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mediaType != jsonType && !strings.HasSuffix(mediaType, "+json")) {
+		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json")
+	}
+	return nil
+}
+
+// decodeStrict decodes exactly one JSON value into v: unknown fields, wrong
+// types and trailing data are errors, and numbers stay json.Number so
+// integers and decimals are validated as the client wrote them.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: %s", describeDecodeError(err))
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: unexpected data after the JSON value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: unexpected data after the JSON value")
+	}
+	return nil
+}
+
+func describeDecodeError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		if typeErr.Field != "" {
+			return fmt.Sprintf("%s: must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		}
+		return fmt.Sprintf("body must be a JSON object, not %s", typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("%s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset)
+	case errors.Is(err, io.EOF):
+		return "empty body"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected end of JSON"
+	}
+	// encoding/json reports unknown fields as `json: unknown field "x"`.
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "map", "struct":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "bool":
+		return "a boolean"
+	default:
+		return "a " + goKind
+	}
+}

@@ -1,0 +1,51 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are chatd's Prometheus collectors, on a registry of their own so
+// several servers in one process (tests) do not collide.
+type Metrics struct {
+	registry     *prometheus.Registry
+	httpDuration *prometheus.HistogramVec
+	turns        *prometheus.CounterVec
+	elicitations *prometheus.CounterVec
+	storeErrors  prometheus.Counter
+}
+
+// NewMetrics registers chatd's collectors plus the Go and process ones.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chatd_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern, method and status code.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route", "method", "code"}),
+		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chatd_turns_total",
+			Help: "Turns run, by processor and outcome (completed, input_required, failed).",
+		}, []string{"processor", "status"}),
+		elicitations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chatd_elicitations_total",
+			Help: "Elicitations by processor and event (created, accepted, declined, cancelled, expired).",
+		}, []string{"processor", "event"}),
+		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_store_errors_total",
+			Help: "Requests that failed because the store was unreachable.",
+		}),
+	}
+	m.registry.MustRegister(m.httpDuration, m.turns, m.elicitations, m.storeErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}

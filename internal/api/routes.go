@@ -1,0 +1,40 @@
+package api
+
+import (
+	"net/http"
+
+	chatd "chatd"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// routes is the whole API surface.
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.observe)
+	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
+		return errorf(http.StatusNotFound, "not_found", "no such route")
+	}))
+	r.MethodNotAllowed(s.handle(func(http.ResponseWriter, *http.Request) error {
+		return errorf(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route")
+	}))
+
+	r.Get("/healthz", s.handle(s.handleHealthz))
+	r.Get("/readyz", s.handle(s.handleReadyz))
+	r.Method(http.MethodGet, "/metrics", s.metrics.Handler())
+	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		writeBody(w, http.StatusOK, "application/yaml", chatd.OpenAPI)
+	})
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.Method(http.MethodGet, "/processors", s.handle(s.handleListProcessors))
+		r.Method(http.MethodPost, "/threads", s.handle(s.handleCreateThread))
+		r.Method(http.MethodGet, "/threads/{thread_id}", s.handle(s.handleGetThread))
+		r.Method(http.MethodDelete, "/threads/{thread_id}", s.handle(s.handleDeleteThread))
+		r.Method(http.MethodPost, "/threads/{thread_id}/turns", s.handle(s.handleTurn))
+		r.Method(http.MethodGet, "/threads/{thread_id}/messages", s.handle(s.handleHistory))
+		r.Method(http.MethodPost, "/threads/{thread_id}/elicitations/{elicitation_id}", s.handle(s.handleAnswer))
+	})
+	return r
+}

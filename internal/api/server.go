@@ -1,0 +1,169 @@
+// Package api serves chatd's HTTP JSON API: threads, turns, history and the
+// elicitation round trip, with problem+json errors, Server-Sent Events,
+// authentication, metrics and request logs. routes.go lists every endpoint.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"chatd/internal/processor"
+	"chatd/internal/store"
+)
+
+// Store is what the API needs from persistence; internal/store's Memory and
+// Redis both provide it. Errors are store's sentinels, wrapped.
+type Store interface {
+	// CreateThread persists a new thread.
+	CreateThread(ctx context.Context, t store.Thread) error
+	// GetThread returns the principal's thread and its pending elicitation
+	// (nil when none); store.ErrNotFound for another principal's thread.
+	GetThread(ctx context.Context, threadID, principal string) (store.Thread, *store.Pending, error)
+	// DeleteThread removes the thread and everything it holds; store.ErrNotFound.
+	DeleteThread(ctx context.Context, threadID, principal string) error
+	// BeginTurn locks the thread for a plain turn: store.ErrNotFound,
+	// ErrBusy, or a *store.PendingError; an idempotent replay takes no lock.
+	BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnStart, error)
+	// BeginResume claims the pending elicitation and locks the thread:
+	// store.ErrNotFound, ErrBusy, ErrElicitationNotFound / Consumed / Expired.
+	BeginResume(ctx context.Context, b store.BeginResume) (store.TurnStart, error)
+	// CommitTurn writes a turn and releases its lock: store.ErrLockLost, ErrNotFound.
+	CommitTurn(ctx context.Context, c store.Commit) error
+	// Release aborts a begun turn, writing nothing: store.ErrLockLost.
+	Release(ctx context.Context, threadID, lockToken string) error
+	// History returns a page of messages: store.ErrNotFound, ErrUnknownCursor.
+	History(ctx context.Context, threadID, principal string, limit int, before string) (store.Page, error)
+	// Ping reports whether the store is reachable: store.ErrUnavailable.
+	Ping(ctx context.Context) error
+}
+
+// Config holds the API's tunables; cmd/chatd fills it from the environment.
+type Config struct {
+	ElicitationTTL    time.Duration
+	TurnTimeout       time.Duration
+	HistoryWindow     int
+	MaxBodyBytes      int64
+	HeartbeatInterval time.Duration
+}
+
+// DefaultConfig is SPEC §9's defaults.
+var DefaultConfig = Config{
+	ElicitationTTL:    15 * time.Minute,
+	TurnTimeout:       60 * time.Second,
+	HistoryWindow:     50,
+	MaxBodyBytes:      1 << 20,
+	HeartbeatInterval: 15 * time.Second,
+}
+
+// Deps are what a Server is built from.
+type Deps struct {
+	Store      Store
+	Processors *processor.Registry
+	Auth       Authenticator
+	Logger     *slog.Logger
+	Metrics    *Metrics
+	Config     Config
+}
+
+// Server is chatd's HTTP handler.
+type Server struct {
+	store      Store
+	processors *processor.Registry
+	auth       Authenticator
+	log        *slog.Logger
+	metrics    *Metrics
+	cfg        Config
+	handler    http.Handler
+
+	// turns counts running turns, so shutdown can wait for them even when
+	// their client has gone.
+	turns sync.WaitGroup
+}
+
+// NewServer wires the routes. Missing optional deps get defaults: no auth
+// (one anonymous principal), a discarding logger, a private metrics registry.
+func NewServer(d Deps) *Server {
+	s := &Server{
+		store:      d.Store,
+		processors: d.Processors,
+		auth:       d.Auth,
+		log:        d.Logger,
+		metrics:    d.Metrics,
+		cfg:        d.Config,
+	}
+	if s.auth == nil {
+		s.auth = AnonymousAuth{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	if s.cfg == (Config{}) {
+		s.cfg = DefaultConfig
+	}
+	s.handler = s.routes()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Drain waits until every running turn has been persisted or ctx ends.
+func (s *Server) Drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.turns.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return errors.New("shutdown: turns still running when the drain timeout ended")
+	}
+}
+
+// handlerFunc is a handler that returns its error for one place to write.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle adapts h, writing any error it returns as problem+json.
+func (s *Server) handle(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// writeError writes err as problem+json. Clients see a safe message; the
+// wrapped cause is logged only for server-side failures.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemFor(err)
+	s.observeError(r, p, err)
+	body, mErr := marshal(p)
+	if mErr != nil {
+		body = []byte(`{"type":"urn:chatd:problem:internal","title":"Internal error","status":500,"detail":"internal error","code":"internal"}`)
+		p.Status = http.StatusInternalServerError
+	}
+	if p.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", s.auth.Challenge())
+	}
+	writeBody(w, p.Status, problemType, body)
+}
+
+func (s *Server) observeError(r *http.Request, p Problem, err error) {
+	if errors.Is(err, store.ErrUnavailable) {
+		s.metrics.storeErrors.Inc()
+	}
+	if p.Status >= 500 && !isClientGone(err) {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("request_id", requestID(r.Context())),
+			slog.String("code", p.Code),
+			slog.String("error", err.Error()))
+	}
+}
+
+const problemType = "application/problem+json"

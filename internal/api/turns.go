@@ -1,0 +1,479 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"chatd/internal/blocks"
+	"chatd/internal/elicit"
+	"chatd/internal/processor"
+	"chatd/internal/store"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// turnResult is a TurnResult on the wire.
+type turnResult struct {
+	ThreadID             string             `json:"thread_id"`
+	Status               string             `json:"status"`
+	UserMessage          blocks.Message     `json:"user_message"`
+	Message              blocks.Message     `json:"message"`
+	StructuredResponse   structuredResponse `json:"structured_response"`
+	Elicitation          json.RawMessage    `json:"elicitation"`
+	ElicitationExpiresAt *time.Time         `json:"elicitation_expires_at"`
+}
+
+// structuredResponse mirrors the assistant message's blocks and _meta; it is
+// never null and its members are never null.
+type structuredResponse struct {
+	ContentBlocks []blocks.ContentBlock `json:"content_blocks"`
+	Meta          map[string]any        `json:"_meta"`
+}
+
+// Turn outcomes, as in TurnResult.status and the turns metric.
+const (
+	statusCompleted     = "completed"
+	statusInputRequired = "input_required"
+	statusFailed        = "failed"
+)
+
+type turnRequest struct {
+	Message       *string         `json:"message"`
+	ContentBlocks json.RawMessage `json:"content_blocks"`
+	Meta          map[string]any  `json:"_meta"`
+}
+
+// handleTurn runs a plain turn: POST /v1/threads/{thread_id}/turns.
+func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
+	id, err := threadID(r)
+	if err != nil {
+		return err
+	}
+	idemKey, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
+	if err != nil {
+		return err
+	}
+	userMsg, err := parseTurnRequest(body)
+	if err != nil {
+		return err
+	}
+	principal := principalFrom(r.Context())
+	start, err := s.store.BeginTurn(r.Context(), store.BeginTurn{
+		ThreadID: id, Principal: principal, IdempotencyKey: idemKey,
+		LockTTL: s.cfg.TurnTimeout, Window: s.cfg.HistoryWindow,
+	})
+	if err != nil {
+		return err
+	}
+	fingerprint := fingerprintOf(body)
+	if start.Replay != nil {
+		if start.Replay.Fingerprint != fingerprint {
+			return errorf(http.StatusUnprocessableEntity, "idempotency_conflict",
+				"Idempotency-Key was already used with a different request body")
+		}
+		return s.replay(w, r, start.Replay.Result)
+	}
+	job := turnJob{start: start, userMsg: userMsg, input: processor.Input{Message: &userMsg}}
+	if idemKey != "" {
+		job.idempotency = &store.Idempotency{Principal: principal, Key: idemKey, Fingerprint: fingerprint}
+	}
+	return s.runTurn(w, r, job)
+}
+
+// parseTurnRequest validates a turn body into the user's message. Shape
+// errors are 400; invalid blocks and _meta keys are 422 with every path.
+func parseTurnRequest(body []byte) (blocks.Message, error) {
+	var req turnRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return blocks.Message{}, err
+	}
+	if req.Message == nil {
+		return blocks.Message{}, errorf(http.StatusBadRequest, "invalid_request", "message: required")
+	}
+	var list []blocks.ContentBlock
+	verr := &blocks.ValidationError{}
+	if raw := strings.TrimSpace(string(req.ContentBlocks)); raw != "" && raw != "null" {
+		if raw[0] != '[' {
+			return blocks.Message{}, errorf(http.StatusBadRequest, "invalid_request", "content_blocks: must be an array")
+		}
+		decoded, err := blocks.DecodeList(req.ContentBlocks, "content_blocks")
+		verr.Merge(err)
+		list = decoded
+	}
+	verr.Merge(blocks.ValidateMeta(req.Meta, "_meta"))
+	if err := verr.Err(); err != nil {
+		return blocks.Message{}, err
+	}
+	if *req.Message == "" && len(list) == 0 {
+		return blocks.Message{}, errorf(http.StatusBadRequest, "invalid_request", "message: must not be empty unless content_blocks are given")
+	}
+	return blocks.NewMessage(blocks.RoleUser, *req.Message, list, req.Meta), nil
+}
+
+// idempotencyKey returns the Idempotency-Key header, if any.
+func idempotencyKey(r *http.Request) (string, error) {
+	values := r.Header.Values("Idempotency-Key")
+	if len(values) == 0 {
+		return "", nil
+	}
+	key := values[0]
+	if len(values) > 1 || key == "" || len(key) > 255 || strings.IndexFunc(key, func(c rune) bool { return c < 0x21 || c > 0x7e }) >= 0 {
+		return "", errorf(http.StatusBadRequest, "invalid_request", "Idempotency-Key: must be 1 to 255 visible ASCII characters")
+	}
+	return key, nil
+}
+
+func fingerprintOf(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+// replay answers an idempotent retry with the original TurnResult.
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, result []byte) error {
+	if wantsStream(r) {
+		stream := s.startStream(w)
+		stream.send("turn.completed", result)
+		stream.close()
+		return nil
+	}
+	writeBody(w, http.StatusOK, jsonType, result)
+	return nil
+}
+
+type answerRequest struct {
+	Action  elicit.Action  `json:"action"`
+	Content map[string]any `json:"content"`
+	Meta    map[string]any `json:"_meta"`
+}
+
+// handleAnswer takes the result of an elicitation and resumes the paused
+// processor: POST /v1/threads/{thread_id}/elicitations/{elicitation_id}.
+func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
+	id, err := threadID(r)
+	if err != nil {
+		return err
+	}
+	elicitationID := chi.URLParam(r, "elicitation_id")
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
+	if err != nil {
+		return err
+	}
+	var req answerRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	if err := blocks.ValidateMeta(req.Meta, "_meta"); err != nil {
+		return err
+	}
+	if !canonicalID(elicitationID) {
+		return store.ErrElicitationNotFound
+	}
+	principal := principalFrom(r.Context())
+	start, err := s.store.BeginResume(r.Context(), store.BeginResume{
+		ThreadID: id, Principal: principal, ElicitationID: elicitationID,
+		LockTTL: s.cfg.TurnTimeout, Window: s.cfg.HistoryWindow,
+	})
+	if errors.Is(err, store.ErrElicitationExpired) {
+		s.countExpired(r.Context(), id, principal)
+	}
+	if err != nil {
+		return err
+	}
+	request, err := elicit.DecodeRequest(start.Pending.Request)
+	if err != nil {
+		s.release(start)
+		return fmt.Errorf("stored elicitation %s does not decode: %w", elicitationID, err)
+	}
+	result := elicit.Result{Action: req.Action, Content: req.Content}
+	if err := request.Validate(result); err != nil {
+		s.release(start)
+		return err
+	}
+	userMsg := blocks.NewMessage(blocks.RoleUser, describeAnswer(result), nil, map[string]any{
+		blocks.MetaElicitationResult: answerRecord(elicitationID, result),
+	})
+	return s.runTurn(w, r, turnJob{
+		start:    start,
+		userMsg:  userMsg,
+		consumed: elicitationID,
+		answer:   result.Action,
+		input: processor.Input{Resume: &processor.Resume{
+			Request: request, Result: result, State: start.Pending.State,
+		}},
+	})
+}
+
+// countExpired records an expiry. Redis expires pending state silently, so
+// an expiry is counted when a late answer discovers it.
+func (s *Server) countExpired(ctx context.Context, threadID, principal string) {
+	t, _, err := s.store.GetThread(ctx, threadID, principal)
+	if err == nil {
+		s.metrics.elicitations.WithLabelValues(t.Processor, "expired").Inc()
+	}
+}
+
+func answerRecord(elicitationID string, res elicit.Result) map[string]any {
+	rec := map[string]any{"elicitation_id": elicitationID, "action": string(res.Action)}
+	if len(res.Content) > 0 {
+		rec["content"] = res.Content
+	}
+	return rec
+}
+
+// describeAnswer renders an elicitation result as readable text for
+// block-unaware consumers of history.
+func describeAnswer(res elicit.Result) string {
+	switch res.Action {
+	case elicit.Decline:
+		return "Declined."
+	case elicit.Cancel:
+		return "Cancelled."
+	}
+	if len(res.Content) == 0 {
+		return "Accepted."
+	}
+	keys := make([]string, 0, len(res.Content))
+	for k := range res.Content {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + describeValue(res.Content[k])
+	}
+	return "Accepted: " + strings.Join(parts, "; ")
+}
+
+func describeValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []any:
+		items := make([]string, len(v))
+		for i, item := range v {
+			items[i] = describeValue(item)
+		}
+		return strings.Join(items, ", ")
+	case bool:
+		if v {
+			return "yes"
+		}
+		return "no"
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// turnJob is a begun turn: the lock is held and must be committed or released.
+type turnJob struct {
+	start       store.TurnStart
+	userMsg     blocks.Message
+	input       processor.Input
+	consumed    string
+	answer      elicit.Action
+	idempotency *store.Idempotency
+}
+
+// release aborts a begun turn. A failed release is harmless: the lock
+// expires with its TTL.
+func (s *Server) release(start store.TurnStart) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.store.Release(ctx, start.Thread.ID, start.LockToken); err != nil {
+		s.log.Warn("releasing turn lock", "thread_id", start.Thread.ID, "error", err.Error())
+	}
+}
+
+// runTurn runs the processor of a begun turn and commits its outcome, as
+// JSON or as a stream. The turn does not depend on the client staying
+// connected: it runs to completion, bounded by the turn timeout.
+func (s *Server) runTurn(w http.ResponseWriter, r *http.Request, job turnJob) error {
+	s.turns.Add(1)
+	defer s.turns.Done()
+	thread := job.start.Thread
+	proc, err := s.processors.Get(thread.Processor)
+	if err != nil {
+		s.release(job.start)
+		s.metrics.turns.WithLabelValues(thread.Processor, statusFailed).Inc()
+		return &Error{Status: http.StatusBadGateway, Code: "processor_failed",
+			Detail: fmt.Sprintf("processor %q is not enabled on this server", thread.Processor), Err: err}
+	}
+	assistantID := blocks.NewID()
+
+	var stream *sseStream
+	emit := func(processor.Delta) {}
+	if wantsStream(r) {
+		stream = s.startStream(w)
+		defer stream.close()
+		stream.sendJSON("message.start", map[string]string{"thread_id": thread.ID, "message_id": assistantID})
+		emit = func(d processor.Delta) {
+			if d.Text == "" && len(d.Meta) == 0 {
+				return
+			}
+			stream.sendJSON("text.delta", deltaEvent{Delta: d.Text, Meta: d.Meta})
+		}
+	}
+
+	result, err := s.completeTurn(r.Context(), job, proc, assistantID, emit)
+	if err != nil {
+		if stream == nil {
+			return err
+		}
+		p := problemFor(err)
+		s.observeError(r, p, err)
+		body, _ := marshal(p)
+		stream.send("error", body)
+		return nil
+	}
+	if stream != nil {
+		stream.send("turn.completed", result)
+		return nil
+	}
+	writeBody(w, http.StatusOK, jsonType, result)
+	return nil
+}
+
+type deltaEvent struct {
+	Delta string         `json:"delta"`
+	Meta  map[string]any `json:"_meta,omitempty"`
+}
+
+// completeTurn invokes the processor and commits the turn, returning the
+// encoded TurnResult. On failure nothing is appended and the lock released.
+func (s *Server) completeTurn(reqCtx context.Context, job turnJob, proc processor.Processor, assistantID string, emit processor.Emit) ([]byte, error) {
+	thread := job.start.Thread
+	// The turn outlives its request: a disconnecting client must not lose it.
+	ctx := context.WithoutCancel(reqCtx)
+	procCtx, cancel := context.WithTimeout(ctx, s.processorBudget())
+	defer cancel()
+
+	job.input.ThreadID, job.input.Principal, job.input.History = thread.ID, thread.Owner, job.start.History
+	out, err := invoke(procCtx, proc, job.input, emit)
+	if err == nil {
+		err = checkOutput(out)
+	}
+	if err != nil {
+		s.release(job.start)
+		s.metrics.turns.WithLabelValues(thread.Processor, statusFailed).Inc()
+		detail := "the processor failed to answer"
+		if errors.Is(err, context.DeadlineExceeded) {
+			detail = "the processor did not answer within the turn timeout"
+		}
+		return nil, &Error{Status: http.StatusBadGateway, Code: "processor_failed", Detail: detail, Err: err}
+	}
+
+	assistant := blocks.Message{
+		ID: assistantID, Role: blocks.RoleAssistant, Text: out.Text,
+		Timestamp: time.Now().UTC(), ContentBlocks: out.Blocks, Meta: out.Meta,
+	}
+	result := turnResult{
+		ThreadID: thread.ID, Status: statusCompleted, UserMessage: job.userMsg,
+		StructuredResponse: structuredResponse{ContentBlocks: out.Blocks, Meta: out.Meta},
+	}
+	commit := store.Commit{ThreadID: thread.ID, LockToken: job.start.LockToken, Consumed: job.consumed}
+	if out.Pause != nil {
+		request, err := marshal(out.Pause.Request)
+		if err != nil {
+			s.release(job.start)
+			return nil, fmt.Errorf("encoding elicitation: %w", err)
+		}
+		expires := time.Now().Add(s.cfg.ElicitationTTL).UTC()
+		assistant.Meta = withMeta(out.Meta, blocks.MetaElicitationID, out.Pause.Request.ID)
+		if assistant.Text == "" {
+			assistant.Text = out.Pause.Request.Message
+		}
+		commit.Pause = &store.Pending{ElicitationID: out.Pause.Request.ID, Request: request, State: out.Pause.State, ExpiresAt: expires}
+		result.Status, result.Elicitation, result.ElicitationExpiresAt = statusInputRequired, request, &expires
+		result.StructuredResponse.Meta = assistant.Meta
+	}
+	result.Message = assistant
+	if result.StructuredResponse.ContentBlocks == nil {
+		result.StructuredResponse.ContentBlocks = []blocks.ContentBlock{}
+	}
+	if result.StructuredResponse.Meta == nil {
+		result.StructuredResponse.Meta = map[string]any{}
+	}
+	body, err := marshal(result)
+	if err != nil {
+		s.release(job.start)
+		return nil, fmt.Errorf("encoding turn result: %w", err)
+	}
+	commit.Messages = []blocks.Message{job.userMsg, assistant}
+	if job.idempotency != nil {
+		rec := *job.idempotency
+		rec.Result = body
+		commit.Idempotency = &rec
+	}
+	if err := s.store.CommitTurn(ctx, commit); err != nil {
+		s.metrics.turns.WithLabelValues(thread.Processor, statusFailed).Inc()
+		if errors.Is(err, store.ErrLockLost) {
+			return nil, &Error{Status: http.StatusBadGateway, Code: "processor_failed",
+				Detail: "the turn did not finish within the turn timeout", Err: err}
+		}
+		return nil, err
+	}
+	s.metrics.turns.WithLabelValues(thread.Processor, result.Status).Inc()
+	if job.answer != "" {
+		s.metrics.elicitations.WithLabelValues(thread.Processor, answerEvent[job.answer]).Inc()
+	}
+	if out.Pause != nil {
+		s.metrics.elicitations.WithLabelValues(thread.Processor, "created").Inc()
+	}
+	return body, nil
+}
+
+var answerEvent = map[elicit.Action]string{elicit.Accept: "accepted", elicit.Decline: "declined", elicit.Cancel: "cancelled"}
+
+// processorBudget leaves the commit a moment inside the lock's TTL, so a
+// processor that uses its whole timeout still commits before the lock lapses.
+func (s *Server) processorBudget() time.Duration {
+	margin := min(s.cfg.TurnTimeout/10, 2*time.Second)
+	return s.cfg.TurnTimeout - margin
+}
+
+// invoke runs the processor, turning a panic into an error: a faulty plugin
+// fails its turn, not the server.
+func invoke(ctx context.Context, proc processor.Processor, in processor.Input, emit processor.Emit) (out processor.Output, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("processor panicked: %v", v)
+		}
+	}()
+	out, err = proc.Process(ctx, in, emit)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return out, err
+}
+
+// checkOutput rejects output chatd must not persist.
+func checkOutput(out processor.Output) error {
+	if err := blocks.ValidateMeta(out.Meta, "_meta"); err != nil {
+		return fmt.Errorf("processor output: %w", err)
+	}
+	if out.Pause != nil && out.Pause.Request == nil {
+		return errors.New("processor output: pause without an elicitation request")
+	}
+	return nil
+}
+
+func withMeta(meta map[string]any, key string, value any) map[string]any {
+	out := make(map[string]any, len(meta)+1)
+	for k, v := range meta {
+		out[k] = v
+	}
+	out[key] = value
+	return out
+}

@@ -1,0 +1,131 @@
+// Package processor defines the contract between chatd and the plugins that
+// answer turns, and the registry of plugins enabled at startup.
+//
+// A Processor is invoked once per turn with the thread, the principal, a
+// bounded window of recent history and either the user's new message or a
+// Resume (the elicitation it asked, the user's answer and the state it saved
+// when it paused). It streams text deltas through Emit as it works and
+// returns the final Output: authoritative text, content blocks, message
+// _meta and optionally a Pause — an elicitation to ask the user plus opaque
+// state to resume from. chatd, not the processor, persists all of it
+// atomically with the turn, so a processor keeps no state of its own between
+// turns and any instance can resume any paused turn.
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"chatd/internal/blocks"
+	"chatd/internal/elicit"
+)
+
+// Processor answers turns.
+type Processor interface {
+	// Describe returns a one-line description shown by GET /v1/processors.
+	Describe() string
+	// Process runs one turn. It calls emit for each text delta it streams (the
+	// concatenated deltas should equal Output.Text) and returns the final
+	// output, or an error that fails the turn with nothing persisted. It must
+	// honour ctx: the turn timeout and shutdown cancel it.
+	Process(ctx context.Context, in Input, emit Emit) (Output, error)
+}
+
+// Emit streams one text delta to the client while a turn runs.
+type Emit func(Delta)
+
+// Delta is a streamed piece of the reply text, optionally with _meta (for
+// example a status item shown while a tool runs).
+type Delta struct {
+	Text string
+	Meta map[string]any
+}
+
+// Input is what a processor is invoked with. Exactly one of Message and
+// Resume is set.
+type Input struct {
+	ThreadID  string
+	Principal string
+	// History is the most recent messages of the thread, oldest first, not
+	// including Message.
+	History []blocks.Message
+	// Message is the user's new message on a plain turn.
+	Message *blocks.Message
+	// Resume is set when the turn answers the processor's elicitation.
+	Resume *Resume
+}
+
+// Resume carries what a paused processor needs to continue: its own request,
+// the user's validated answer and the state it saved when it paused.
+type Resume struct {
+	Request *elicit.Request
+	Result  elicit.Result
+	State   []byte
+}
+
+// Output is a finished turn. Text is authoritative for block-unaware
+// consumers; Blocks and Meta ride the assistant message. When Pause is set
+// the turn ends with status input_required and Text restates the question
+// in prose.
+type Output struct {
+	Text   string
+	Blocks []blocks.ContentBlock
+	Meta   map[string]any
+	Pause  *Pause
+}
+
+// Pause asks the user a structured question and ends the turn; State is
+// handed back in Resume when the answer arrives.
+type Pause struct {
+	Request *elicit.Request
+	State   []byte
+}
+
+// Registry holds the processors enabled at startup, by name.
+type Registry struct {
+	byName      map[string]Processor
+	defaultName string
+}
+
+// ErrUnknown is returned for a processor name that is not registered.
+var ErrUnknown = errors.New("unknown processor")
+
+// NewRegistry returns a registry of procs with defaultName as the default; it
+// fails when the default is not among them.
+func NewRegistry(procs map[string]Processor, defaultName string) (*Registry, error) {
+	if len(procs) == 0 {
+		return nil, errors.New("no processors enabled")
+	}
+	if _, ok := procs[defaultName]; !ok {
+		return nil, fmt.Errorf("default processor %q is not enabled", defaultName)
+	}
+	byName := make(map[string]Processor, len(procs))
+	for name, p := range procs {
+		byName[name] = p
+	}
+	return &Registry{byName: byName, defaultName: defaultName}, nil
+}
+
+// Get returns the processor registered as name, or ErrUnknown.
+func (r *Registry) Get(name string) (Processor, error) {
+	p, ok := r.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknown, name)
+	}
+	return p, nil
+}
+
+// Default returns the name of the default processor.
+func (r *Registry) Default() string { return r.defaultName }
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.byName))
+	for name := range r.byName {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
