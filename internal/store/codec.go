@@ -1,0 +1,187 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"chatd/internal/blocks"
+)
+
+// Both implementations keep records in the same encoded form, so values read
+// back (times, pending requests, messages) are identical whichever store
+// holds them.
+
+// withDefaults fills the zero fields of opts from DefaultOptions.
+func withDefaults(opts Options) Options {
+	if opts.ThreadTTL <= 0 {
+		opts.ThreadTTL = DefaultOptions.ThreadTTL
+	}
+	if opts.HistoryMax <= 0 {
+		opts.HistoryMax = DefaultOptions.HistoryMax
+	}
+	if opts.IdempotencyTTL <= 0 {
+		opts.IdempotencyTTL = DefaultOptions.IdempotencyTTL
+	}
+	return opts
+}
+
+// formatTime encodes a thread timestamp losslessly (nanoseconds, UTC).
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("store: corrupt timestamp %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// normalizeThread fills in missing timestamps and puts them in the form they
+// have after a round trip through the encoding.
+func normalizeThread(t Thread, now time.Time) (Thread, error) {
+	if t.ID == "" {
+		return Thread{}, errors.New("store: thread id is empty")
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now
+	}
+	if t.UpdatedAt.IsZero() {
+		t.UpdatedAt = t.CreatedAt
+	}
+	var err error
+	if t.CreatedAt, err = parseTime(formatTime(t.CreatedAt)); err != nil {
+		return Thread{}, err
+	}
+	if t.UpdatedAt, err = parseTime(formatTime(t.UpdatedAt)); err != nil {
+		return Thread{}, err
+	}
+	return t, nil
+}
+
+// pendingRecord is the stored form of a Pending. ExpiresAt is kept in Unix
+// milliseconds because that is the resolution of Redis key expiry.
+type pendingRecord struct {
+	ID        string          `json:"id"`
+	Request   json.RawMessage `json:"request,omitempty"`
+	State     []byte          `json:"state,omitempty"`
+	ExpiresAt int64           `json:"expires_at"`
+}
+
+func encodePending(p Pending) ([]byte, error) {
+	if p.ElicitationID == "" {
+		return nil, errors.New("store: pause without elicitation id")
+	}
+	b, err := json.Marshal(pendingRecord{
+		ID:        p.ElicitationID,
+		Request:   p.Request,
+		State:     p.State,
+		ExpiresAt: p.ExpiresAt.UnixMilli(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: encode pending: %w", err)
+	}
+	return b, nil
+}
+
+func decodePending(b []byte) (*Pending, error) {
+	var r pendingRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("store: corrupt pending record: %w", err)
+	}
+	return &Pending{
+		ElicitationID: r.ID,
+		Request:       r.Request,
+		State:         r.State,
+		ExpiresAt:     time.UnixMilli(r.ExpiresAt).UTC(),
+	}, nil
+}
+
+// idempotencyRecord is the stored form of an Idempotency.
+type idempotencyRecord struct {
+	Principal   string `json:"principal"`
+	Key         string `json:"key"`
+	Fingerprint string `json:"fingerprint"`
+	Result      []byte `json:"result,omitempty"`
+}
+
+func encodeIdempotency(rec Idempotency) ([]byte, error) {
+	b, err := json.Marshal(idempotencyRecord(rec))
+	if err != nil {
+		return nil, fmt.Errorf("store: encode idempotency record: %w", err)
+	}
+	return b, nil
+}
+
+func decodeIdempotency(b []byte) (*Idempotency, error) {
+	var r idempotencyRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("store: corrupt idempotency record: %w", err)
+	}
+	rec := Idempotency(r)
+	return &rec, nil
+}
+
+// idempotencyField names an idempotency record within its thread. The
+// principal is length-prefixed so that no (principal, key) pair can collide
+// with another.
+func idempotencyField(principal, key string) string {
+	return strconv.Itoa(len(principal)) + ":" + principal + ":" + key
+}
+
+// encodedMessage is a message in its stored form: its ID and its JSON.
+type encodedMessage struct {
+	id   string
+	data []byte
+}
+
+func encodeMessages(msgs []blocks.Message) ([]encodedMessage, error) {
+	out := make([]encodedMessage, len(msgs))
+	for i, m := range msgs {
+		if m.ID == "" {
+			return nil, fmt.Errorf("store: message %d has no id", i)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("store: encode message %s: %w", m.ID, err)
+		}
+		out[i] = encodedMessage{id: m.ID, data: b}
+	}
+	return out, nil
+}
+
+func decodeMessage(b []byte) (blocks.Message, error) {
+	var m blocks.Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return blocks.Message{}, fmt.Errorf("store: corrupt message: %w", err)
+	}
+	return m, nil
+}
+
+// newLockToken returns a fresh random token naming one holder of a thread's
+// turn lock.
+func newLockToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("store: lock token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+func checkLockTTL(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("store: lock ttl must be positive, got %s", d)
+	}
+	return nil
+}
+
+func checkLimit(limit int) error {
+	if limit <= 0 {
+		return fmt.Errorf("store: history limit must be positive, got %d", limit)
+	}
+	return nil
+}

@@ -1,0 +1,435 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"chatd/internal/blocks"
+)
+
+// Memory is the embedded store for a single process. It has the semantics of
+// Redis: TTLs run on the wall clock, and one mutex makes every method atomic.
+type Memory struct {
+	opts Options
+	now  func() time.Time
+
+	mu        sync.Mutex
+	threads   map[string]*memThread
+	lastSweep time.Time
+}
+
+// memThread holds everything a thread owns, so deleting it drops all of it.
+type memThread struct {
+	thread  Thread
+	expires time.Time
+
+	// msgs is the history in order; base is the absolute position of
+	// msgs[0] (trimming advances it) and index maps a message ID to its
+	// absolute position, so a page is found in O(1) and copied in O(page).
+	msgs  []encodedMessage
+	base  int
+	index map[string]int
+
+	pending    []byte // encoded pendingRecord; nil when none
+	pendingID  string
+	pendingExp time.Time
+
+	// elicitations maps every issued elicitation ID to "issued" or "consumed".
+	elicitations map[string]string
+
+	lockToken string
+	lockClaim string // elicitation ID a resume turn claimed, "" for a plain turn
+	lockExp   time.Time
+
+	idem map[string]memIdempotency
+}
+
+type memIdempotency struct {
+	data    []byte
+	expires time.Time
+}
+
+// sweepEvery bounds how often expired threads are searched for; between
+// sweeps they are dropped lazily when touched.
+const sweepEvery = time.Minute
+
+// NewMemory returns an empty in-memory store. Zero fields of opts take their
+// DefaultOptions values.
+func NewMemory(opts Options) *Memory {
+	return &Memory{
+		opts:    withDefaults(opts),
+		now:     time.Now,
+		threads: make(map[string]*memThread),
+	}
+}
+
+// live returns the thread if it exists and has not expired; an expired one
+// is dropped. The caller holds m.mu.
+func (m *Memory) live(id string, now time.Time) *memThread {
+	th, ok := m.threads[id]
+	if !ok {
+		return nil
+	}
+	if !now.Before(th.expires) {
+		delete(m.threads, id)
+		return nil
+	}
+	return th
+}
+
+// owned returns the live thread if principal owns it.
+func (m *Memory) owned(id, principal string, now time.Time) (*memThread, error) {
+	th := m.live(id, now)
+	if th == nil || th.thread.Owner != principal {
+		return nil, fmt.Errorf("store: thread %s: %w", id, ErrNotFound)
+	}
+	return th, nil
+}
+
+func (m *Memory) sweep(now time.Time) {
+	if now.Sub(m.lastSweep) < sweepEvery {
+		return
+	}
+	m.lastSweep = now
+	for id := range m.threads {
+		m.live(id, now)
+	}
+}
+
+func (th *memThread) lockHeld(now time.Time) bool {
+	return th.lockToken != "" && now.Before(th.lockExp)
+}
+
+func (th *memThread) livePending(now time.Time) []byte {
+	if th.pending != nil && now.Before(th.pendingExp) {
+		return th.pending
+	}
+	return nil
+}
+
+// window returns the newest n messages, oldest first.
+func (th *memThread) window(n int) ([]blocks.Message, error) {
+	n = min(n, len(th.msgs))
+	return decodeAll(th.msgs[len(th.msgs)-n:])
+}
+
+func decodeAll(enc []encodedMessage) ([]blocks.Message, error) {
+	out := make([]blocks.Message, 0, len(enc))
+	for _, e := range enc {
+		msg, err := decodeMessage(e.data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msg)
+	}
+	return out, nil
+}
+
+func (th *memThread) lock(ttl time.Duration, claim string, now time.Time) (string, error) {
+	token, err := newLockToken()
+	if err != nil {
+		return "", err
+	}
+	th.lockToken, th.lockClaim, th.lockExp = token, claim, now.Add(ttl)
+	return token, nil
+}
+
+func (th *memThread) unlock() { th.lockToken, th.lockClaim, th.lockExp = "", "", time.Time{} }
+
+// CreateThread stores a new thread. Zero timestamps are set to now.
+func (m *Memory) CreateThread(ctx context.Context, t Thread) error {
+	now := m.now()
+	t, err := normalizeThread(t, now.UTC())
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep(now)
+	if m.live(t.ID, now) != nil {
+		return fmt.Errorf("store: thread %s already exists", t.ID)
+	}
+	m.threads[t.ID] = &memThread{
+		thread:       t,
+		expires:      now.Add(m.opts.ThreadTTL),
+		index:        make(map[string]int),
+		elicitations: make(map[string]string),
+		idem:         make(map[string]memIdempotency),
+	}
+	return nil
+}
+
+// GetThread returns the thread and its live pending elicitation (nil when
+// none). It returns ErrNotFound when the thread does not exist or principal
+// does not own it.
+func (m *Memory) GetThread(ctx context.Context, threadID, principal string) (Thread, *Pending, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th, err := m.owned(threadID, principal, now)
+	if err != nil {
+		return Thread{}, nil, err
+	}
+	p := th.livePending(now)
+	if p == nil {
+		return th.thread, nil, nil
+	}
+	pending, err := decodePending(p)
+	if err != nil {
+		return Thread{}, nil, err
+	}
+	return th.thread, pending, nil
+}
+
+// DeleteThread removes the thread and everything it owns. It returns
+// ErrNotFound when the thread does not exist or principal does not own it.
+func (m *Memory) DeleteThread(ctx context.Context, threadID, principal string) error {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.owned(threadID, principal, now); err != nil {
+		return err
+	}
+	delete(m.threads, threadID)
+	return nil
+}
+
+// BeginTurn starts a plain turn; see the package documentation for the order
+// of its checks. It returns ErrNotFound, ErrBusy or a *PendingError.
+func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
+	if err := checkLockTTL(b.LockTTL); err != nil {
+		return TurnStart{}, err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th, err := m.owned(b.ThreadID, b.Principal, now)
+	if err != nil {
+		return TurnStart{}, err
+	}
+	if b.IdempotencyKey != "" {
+		if rec, ok := th.idem[idempotencyField(b.Principal, b.IdempotencyKey)]; ok && now.Before(rec.expires) {
+			replay, err := decodeIdempotency(rec.data)
+			if err != nil {
+				return TurnStart{}, err
+			}
+			return TurnStart{Thread: th.thread, Replay: replay}, nil
+		}
+	}
+	if th.lockHeld(now) {
+		return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID, ErrBusy)
+	}
+	if p := th.livePending(now); p != nil {
+		pending, err := decodePending(p)
+		if err != nil {
+			return TurnStart{}, err
+		}
+		return TurnStart{}, &PendingError{Pending: *pending}
+	}
+	history, err := th.window(b.Window)
+	if err != nil {
+		return TurnStart{}, err
+	}
+	token, err := th.lock(b.LockTTL, "", now)
+	if err != nil {
+		return TurnStart{}, err
+	}
+	return TurnStart{Thread: th.thread, LockToken: token, History: history}, nil
+}
+
+// BeginResume starts the turn that answers elicitation b.ElicitationID by
+// claiming it. It returns ErrNotFound, ErrBusy, ErrElicitationConsumed,
+// ErrElicitationExpired or ErrElicitationNotFound.
+func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, error) {
+	if err := checkLockTTL(b.LockTTL); err != nil {
+		return TurnStart{}, err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th, err := m.owned(b.ThreadID, b.Principal, now)
+	if err != nil {
+		return TurnStart{}, err
+	}
+	if p := th.livePending(now); p != nil && th.pendingID == b.ElicitationID {
+		if th.lockHeld(now) {
+			if th.lockClaim == b.ElicitationID {
+				return TurnStart{}, fmt.Errorf("store: elicitation %s: %w", b.ElicitationID, ErrElicitationConsumed)
+			}
+			return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID, ErrBusy)
+		}
+		pending, err := decodePending(p)
+		if err != nil {
+			return TurnStart{}, err
+		}
+		history, err := th.window(b.Window)
+		if err != nil {
+			return TurnStart{}, err
+		}
+		token, err := th.lock(b.LockTTL, b.ElicitationID, now)
+		if err != nil {
+			return TurnStart{}, err
+		}
+		return TurnStart{Thread: th.thread, LockToken: token, History: history, Pending: pending}, nil
+	}
+	return TurnStart{}, elicitationStateError(b.ElicitationID, th.elicitations[b.ElicitationID])
+}
+
+// elicitationStateError maps the recorded state of an elicitation that is not
+// pending to the error a resume gets.
+func elicitationStateError(id, state string) error {
+	switch state {
+	case elicitationConsumed:
+		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationConsumed)
+	case elicitationIssued:
+		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationExpired)
+	default:
+		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationNotFound)
+	}
+}
+
+// The recorded states of an elicitation ID.
+const (
+	elicitationIssued   = "issued"
+	elicitationConsumed = "consumed"
+)
+
+// CommitTurn writes a turn's outcome and releases its lock, all or nothing.
+// It returns ErrNotFound when the thread was deleted and ErrLockLost when
+// c.LockToken no longer holds the lock.
+func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
+	enc, err := encodeMessages(c.Messages)
+	if err != nil {
+		return err
+	}
+	var pause []byte
+	if c.Pause != nil {
+		if pause, err = encodePending(*c.Pause); err != nil {
+			return err
+		}
+	}
+	var idem []byte
+	if c.Idempotency != nil {
+		if idem, err = encodeIdempotency(*c.Idempotency); err != nil {
+			return err
+		}
+	}
+
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th := m.live(c.ThreadID, now)
+	if th == nil {
+		return fmt.Errorf("store: thread %s: %w", c.ThreadID, ErrNotFound)
+	}
+	if !th.lockHeld(now) || th.lockToken != c.LockToken {
+		return fmt.Errorf("store: thread %s: %w", c.ThreadID, ErrLockLost)
+	}
+
+	for _, e := range enc {
+		if pos, ok := th.index[e.id]; ok {
+			th.msgs[pos-th.base].data = e.data
+			continue
+		}
+		th.index[e.id] = th.base + len(th.msgs)
+		th.msgs = append(th.msgs, e)
+	}
+	if excess := len(th.msgs) - m.opts.HistoryMax; excess > 0 {
+		for _, e := range th.msgs[:excess] {
+			delete(th.index, e.id)
+		}
+		// Zero the dropped entries so their data can be collected before the
+		// backing array is reallocated.
+		clear(th.msgs[:excess])
+		th.msgs = th.msgs[excess:]
+		th.base += excess
+	}
+	if c.Consumed != "" {
+		if th.pendingID == c.Consumed {
+			th.pending, th.pendingID, th.pendingExp = nil, "", time.Time{}
+		}
+		th.elicitations[c.Consumed] = elicitationConsumed
+	}
+	if c.Pause != nil {
+		th.pending, th.pendingID, th.pendingExp = pause, c.Pause.ElicitationID, time.UnixMilli(c.Pause.ExpiresAt.UnixMilli())
+		th.elicitations[c.Pause.ElicitationID] = elicitationIssued
+	}
+	for k, rec := range th.idem {
+		if !now.Before(rec.expires) {
+			delete(th.idem, k)
+		}
+	}
+	if c.Idempotency != nil {
+		th.idem[idempotencyField(c.Idempotency.Principal, c.Idempotency.Key)] = memIdempotency{
+			data:    idem,
+			expires: now.Add(m.opts.IdempotencyTTL),
+		}
+	}
+	if th.thread.UpdatedAt, err = parseTime(formatTime(now)); err != nil {
+		return err
+	}
+	th.expires = now.Add(m.opts.ThreadTTL)
+	th.unlock()
+	return nil
+}
+
+// Release ends a begun turn without writing anything, un-claiming the
+// elicitation a resume claimed. It returns ErrLockLost when lockToken no
+// longer holds the lock.
+func (m *Memory) Release(ctx context.Context, threadID, lockToken string) error {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th := m.live(threadID, now)
+	if th == nil || !th.lockHeld(now) || th.lockToken != lockToken {
+		return fmt.Errorf("store: thread %s: %w", threadID, ErrLockLost)
+	}
+	th.unlock()
+	return nil
+}
+
+// History returns one page of the thread's history; see Page. It returns
+// ErrNotFound, or ErrUnknownCursor when before is not in the history.
+func (m *Memory) History(ctx context.Context, threadID, principal string, limit int, before string) (Page, error) {
+	if err := checkLimit(limit); err != nil {
+		return Page{}, err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th, err := m.owned(threadID, principal, now)
+	if err != nil {
+		return Page{}, err
+	}
+	end := len(th.msgs)
+	if before != "" {
+		pos, ok := th.index[before]
+		if !ok {
+			return Page{}, fmt.Errorf("store: before %q: %w", before, ErrUnknownCursor)
+		}
+		end = pos - th.base
+	}
+	start := max(end-limit, 0)
+	msgs, err := decodeAll(th.msgs[start:end])
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{Messages: msgs}
+	if start > 0 {
+		page.NextBefore = th.msgs[start].id
+	}
+	return page, nil
+}
+
+// Ping always succeeds: memory is always reachable.
+func (m *Memory) Ping(ctx context.Context) error { return nil }
+
+// Close drops every thread.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.threads = make(map[string]*memThread)
+	return nil
+}
