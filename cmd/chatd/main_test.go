@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"chatd/internal/redistest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// syncBuffer collects run's logs while it writes them from other goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(tb, err)
+	addr := ln.Addr().String()
+	require.NoError(tb, ln.Close())
+	return addr
+}
+
+// startRun runs chatd's real run with env and waits until /readyz answers
+// 200. The returned stop cancels run and returns its error.
+func startRun(tb testing.TB, env map[string]string) (base string, stop func() error, logs *syncBuffer) {
+	tb.Helper()
+	addr := freeAddr(tb)
+	tb.Setenv("CHATD_ADDR", addr)
+	for k, v := range env {
+		tb.Setenv(k, v)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logs = &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, logs) }()
+	base = "http://" + addr
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-done:
+			cancel()
+			tb.Fatalf("run exited before it was ready: %v\nlogs:\n%s", err, logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			tb.Fatalf("chatd not ready within 10s; logs:\n%s", logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				runErr = context.DeadlineExceeded
+			}
+		})
+		return runErr
+	}
+	tb.Cleanup(func() { _ = stop() })
+	return base, stop, logs
+}
+
+func mustDo(tb testing.TB, method, url, body string, header map[string]string) (int, map[string]any) {
+	tb.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(tb, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(tb, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(tb, err)
+	var out map[string]any
+	if len(raw) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		require.NoError(tb, json.Unmarshal(raw, &out), string(raw))
+	}
+	return resp.StatusCode, out
+}
+
+// TestRunEndToEnd drives the real binary entry point through a form round
+// trip, for the embedded store and for Redis.
+func TestRunEndToEnd(t *testing.T) {
+	cases := map[string]func(t *testing.T) map[string]string{
+		"memory": func(*testing.T) map[string]string { return nil },
+		"redis": func(t *testing.T) map[string]string {
+			return map[string]string{"CHATD_REDIS_URL": redistest.Start(t).URL()}
+		},
+	}
+	for name, envFor := range cases {
+		t.Run(name, func(t *testing.T) {
+			env := envFor(t)
+			if env == nil {
+				env = map[string]string{}
+			}
+			env["CHATD_PROCESSORS"] = "demo,echo"
+			base, stop, logs := startRun(t, env)
+
+			status, processors := mustDo(t, http.MethodGet, base+"/v1/processors", "", nil)
+			require.Equal(t, http.StatusOK, status)
+			assert.Equal(t, "demo", processors["default"])
+
+			status, thread := mustDo(t, http.MethodPost, base+"/v1/threads", `{"processor":"echo"}`, nil)
+			require.Equal(t, http.StatusCreated, status)
+			threadURL := base + "/v1/threads/" + thread["id"].(string)
+
+			status, turn := mustDo(t, http.MethodPost, threadURL+"/turns", `{"message":"hello"}`, nil)
+			require.Equal(t, http.StatusOK, status)
+			assert.Equal(t, "completed", turn["status"])
+			assert.Equal(t, "hello", turn["message"].(map[string]any)["message"])
+
+			form := `{"message":"/elicit {\"message\":\"Your name?\",\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"minLength\":1}},\"required\":[\"name\"]}}"}`
+			status, paused := mustDo(t, http.MethodPost, threadURL+"/turns", form, nil)
+			require.Equal(t, http.StatusOK, status, paused)
+			require.Equal(t, "input_required", paused["status"])
+			elicitationID := paused["elicitation"].(map[string]any)["_meta"].(map[string]any)["drupal.org/ai.elicitation_id"].(string)
+
+			status, problem := mustDo(t, http.MethodPost, threadURL+"/elicitations/"+elicitationID, `{"action":"accept","content":{"name":""}}`, nil)
+			require.Equal(t, http.StatusUnprocessableEntity, status)
+			assert.Equal(t, "validation_failed", problem["code"])
+
+			status, resumed := mustDo(t, http.MethodPost, threadURL+"/elicitations/"+elicitationID, `{"action":"accept","content":{"name":"Ana"}}`, nil)
+			require.Equal(t, http.StatusOK, status, resumed)
+			assert.Equal(t, `{"action":"accept","content":{"name":"Ana"}}`, resumed["message"].(map[string]any)["message"])
+
+			status, page := mustDo(t, http.MethodGet, threadURL+"/messages", "", nil)
+			require.Equal(t, http.StatusOK, status)
+			assert.Len(t, page["messages"], 6)
+
+			require.NoError(t, stop())
+			assert.Contains(t, logs.String(), `"msg":"chatd stopped"`)
+		})
+	}
+}
+
+func TestRunAPIKeyMode(t *testing.T) {
+	keysFile := filepath.Join(t.TempDir(), "keys")
+	require.NoError(t, os.WriteFile(keysFile, []byte("# principals\nbob:bobs-key\n"), 0o600))
+	base, _, logs := startRun(t, map[string]string{
+		"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS": "alice:alices-key", "CHATD_API_KEYS_FILE": keysFile,
+	})
+
+	status, problem := mustDo(t, http.MethodPost, base+"/v1/threads", "", nil)
+	assert.Equal(t, http.StatusUnauthorized, status)
+	assert.Equal(t, "unauthorized", problem["code"])
+
+	status, thread := mustDo(t, http.MethodPost, base+"/v1/threads", "", map[string]string{"Authorization": "Bearer alices-key"})
+	require.Equal(t, http.StatusCreated, status)
+	status, _ = mustDo(t, http.MethodGet, base+"/v1/threads/"+thread["id"].(string), "", map[string]string{"Authorization": "Bearer bobs-key"})
+	assert.Equal(t, http.StatusNotFound, status)
+	status, _ = mustDo(t, http.MethodGet, base+"/v1/threads/"+thread["id"].(string), "", map[string]string{"Authorization": "Bearer alices-key"})
+	assert.Equal(t, http.StatusOK, status)
+
+	assert.NotContains(t, logs.String(), "alices-key", "keys are never logged")
+	assert.NotContains(t, logs.String(), "bobs-key", "keys are never logged")
+}
+
+func TestConfigRefusesAnonymousOffLoopback(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{"anonymous on all interfaces", map[string]string{"CHATD_ADDR": "0.0.0.0:8080"}, "refusing to serve"},
+		{"anonymous allowed explicitly", map[string]string{"CHATD_ADDR": "0.0.0.0:8080", "CHATD_ALLOW_ANONYMOUS": "true"}, ""},
+		{"anonymous on loopback", map[string]string{"CHATD_ADDR": "127.0.0.1:0"}, ""},
+		{"anonymous on ipv6 loopback", map[string]string{"CHATD_ADDR": "[::1]:0"}, ""},
+		{"apikey off loopback", map[string]string{"CHATD_ADDR": "0.0.0.0:8080", "CHATD_AUTH_MODE": "apikey"}, ""},
+		{"unknown auth mode", map[string]string{"CHATD_AUTH_MODE": "magic"}, "CHATD_AUTH_MODE"},
+		{"zero turn timeout", map[string]string{"CHATD_TURN_TIMEOUT": "0s"}, "CHATD_TURN_TIMEOUT"},
+		{"bad log format", map[string]string{"CHATD_LOG_FORMAT": "xml"}, "CHATD_LOG_FORMAT"},
+		{"bad duration", map[string]string{"CHATD_ELICITATION_TTL": "soon"}, "ELICITATION_TTL"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, err := loadConfig()
+			if tc.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.wantErr)
+		})
+	}
+}
+
+func TestRunFailsOnBadConfiguration(t *testing.T) {
+	cases := map[string]map[string]string{
+		"unknown processor":     {"CHATD_PROCESSORS": "echo,oracle"},
+		"default not enabled":   {"CHATD_PROCESSORS": "echo", "CHATD_DEFAULT_PROCESSOR": "demo"},
+		"apikey without keys":   {"CHATD_AUTH_MODE": "apikey"},
+		"malformed key entry":   {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS": "alice"},
+		"unparseable redis url": {"CHATD_REDIS_URL": "http://nowhere"},
+		"unparseable log level": {"CHATD_LOG_LEVEL": "loud"},
+		"missing api keys file": {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS_FILE": "/nonexistent/keys"},
+	}
+	for name, env := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("CHATD_ADDR", freeAddr(t))
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			assert.Error(t, run(ctx, io.Discard))
+		})
+	}
+}
