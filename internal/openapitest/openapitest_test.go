@@ -74,7 +74,7 @@ func run(f func(tb testing.TB)) string {
 
 const (
 	threadID      = "0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a00"
-	elicitationID = "0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b"
+	elicitationID = "3f1c2b4a-9d8e-4c7b-a6f5-1e2d3c4b5a69"
 )
 
 func userMessage() map[string]any {
@@ -258,8 +258,8 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 	}{
 		{"GET", "/v1/processors", []string{"200", "401", "500"}, false},
 		{"POST", "/v1/threads", []string{"201", "400", "401", "413", "415", "422", "500", "503"}, false},
-		{"GET", "/v1/threads/{thread_id}", []string{"200", "400", "401", "404", "500", "503"}, false},
-		{"DELETE", "/v1/threads/{thread_id}", []string{"204", "400", "401", "404", "500", "503"}, false},
+		{"GET", "/v1/threads/{thread_id}", []string{"200", "401", "404", "500", "503"}, false},
+		{"DELETE", "/v1/threads/{thread_id}", []string{"204", "401", "404", "500", "503"}, false},
 		{"POST", "/v1/threads/{thread_id}/turns", []string{"200", "400", "401", "404", "409", "413", "415", "422", "500", "502", "503"}, false},
 		{"GET", "/v1/threads/{thread_id}/messages", []string{"200", "400", "401", "404", "500", "503"}, false},
 		{"POST", "/v1/threads/{thread_id}/elicitations/{elicitation_id}", []string{"200", "400", "401", "404", "409", "410", "413", "415", "422", "500", "502", "503"}, false},
