@@ -483,6 +483,7 @@ func TestValidateSchema(t *testing.T) {
 		{schema: "ContentBlock", data: `{"type":"resource","resource":{"uri":"file:///a.bin","blob":"AAEC"},"annotations":{"audience":["assistant"]}}`},
 		{schema: "Message", data: `{"id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10","role":"user","message":"","timestamp":"2025-06-01T10:00:00Z"}`},
 		{schema: "ElicitResult", data: `{"action":"accept","content":{"a":"x","b":1.5,"c":true,"d":["x"]}}`},
+		{schema: "Meta", data: `{"progressToken":1,"drupal.org/ai.citations":[],"example.com/shop.cart_id":"c","io.modelcontextprotocol/x":{}}`},
 
 		{schema: "ContentBlock", data: `{"type":"text"}`, wantFailure: "text"},
 		{schema: "ContentBlock", data: `{"type":"image","data":"not base64!","mimeType":"image/png"}`, wantFailure: "data"},
@@ -492,6 +493,11 @@ func TestValidateSchema(t *testing.T) {
 		{schema: "Message", data: `{"id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10","role":"system","message":"","timestamp":"2025-06-01T10:00:00Z"}`, wantFailure: "role"},
 		{schema: "ElicitResult", data: `{"action":"accept","content":{"a":{"nested":1}}}`, wantFailure: "content"},
 		{schema: "ElicitResult", data: `{"action":"maybe"}`, wantFailure: "action"},
+		{schema: "Meta", data: `{"drupal.org/":1}`, wantFailure: "drupal.org/"},
+		{schema: "Meta", data: `{"":1}`, wantFailure: "does not match pattern"},
+		{schema: "Meta", data: `{"1drupal.org/x":1}`, wantFailure: "1drupal.org/x"},
+		{schema: "Meta", data: `{"drupal-.org/x":1}`, wantFailure: "drupal-.org/x"},
+		{schema: "ElicitationRequest", data: `{"message":"m","requestedSchema":{"type":"object","properties":{}},"_meta":{"drupal.org/ai.elicitation_id":"3f1c2b4a-9d8e-4c7b-a6f5-1e2d3c4b5a69","drupal.org/ai.widgets":{"x":{"rows":4}}}}`, wantFailure: "widget"},
 		{schema: "NoSuchSchema", data: `{}`, wantFailure: "no schema"},
 	}
 	for _, tt := range tests {
