@@ -33,7 +33,7 @@ type contractStore interface {
 
 var (
 	_ contractStore = (*store.Memory)(nil)
-	// redis-assert
+	_ contractStore = (*store.Redis)(nil)
 )
 
 // newStoreFunc builds a fresh store with the given options; the store is
@@ -820,7 +820,6 @@ func testConcurrentTurns(t *testing.T, newStore newStoreFunc) {
 					errs[i] = err
 					return
 				}
-				// Messages are minted once the lock is held, as a turn does.
 				errs[i] = st.CommitTurn(ctx, store.Commit{
 					ThreadID: th.ID, LockToken: ts.LockToken, Messages: newTestMessages(2, fmt.Sprint("turn", i)),
 				})

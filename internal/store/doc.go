@@ -1,0 +1,80 @@
+// Package store persists chatd's threads, their history, pending
+// elicitations, turn locks and idempotency records.
+//
+// Two implementations have the same methods and the same semantics, checked
+// by one contract test suite: Memory, embedded in a single process, and
+// Redis, shared by any number of instances through a redis.UniversalClient
+// (one node, Sentinel or Cluster; see OpenRedis). go-redis is imported by this
+// package only.
+//
+// # Turns
+//
+// A turn is BeginTurn (or BeginResume) followed by exactly one of CommitTurn
+// or Release. Beginning takes the thread's turn lock, a random token with a
+// TTL (BeginTurn.LockTTL, the turn timeout), so turns on a thread are
+// serialized and a crashed instance wedges a thread for at most that long.
+// CommitTurn writes the whole outcome — messages, pending elicitation,
+// consumed elicitation, idempotency record — and releases the lock in one
+// atomic step, and only while the token still holds the lock: a turn whose
+// lock expired writes nothing (ErrLockLost).
+//
+// BeginTurn checks, in this order: the thread exists and the principal owns
+// it (else ErrNotFound, the same answer for both); a live idempotency record
+// for (principal, key) on this thread is returned as TurnStart.Replay without
+// locking; a held lock is ErrBusy; a live pending elicitation is a
+// *PendingError; otherwise the lock is taken.
+//
+// BeginResume answers an elicitation. While its ID is pending and unclaimed,
+// the resume claims it by taking the lock; a second answer while the claim's
+// lock is held gets ErrElicitationConsumed, so of concurrent duplicate
+// answers exactly one wins. A claim lives exactly as long as its lock:
+// Release or lock expiry leaves the elicitation pending again, so a failed
+// processor or an invalid answer does not lose the question. Otherwise the
+// ID's record decides: consumed → ErrElicitationConsumed, issued but no
+// longer pending → ErrElicitationExpired, never issued →
+// ErrElicitationNotFound. These records live as long as the thread, after
+// the pending state's TTL has fired.
+//
+// History is kept in commit order, which the turn lock makes the order turns
+// happened in; IDs are not compared, so IDs minted on instances with skewed
+// clocks cannot reorder it. The oldest messages beyond Options.HistoryMax are
+// trimmed at commit. A page is found from its cursor in O(log n) and read in
+// O(page).
+//
+// # Redis key layout
+//
+// Every key of a thread carries the hash tag {<thread id>}, so Cluster keeps
+// them in one slot and one script may touch them all:
+//
+//	chatd:{T}:thread        hash: owner, processor, created, updated (RFC 3339,
+//	                        nanoseconds), seq (last history position used)
+//	chatd:{T}:msgs          sorted set: message ID scored by history position
+//	chatd:{T}:msgdata       hash: message ID → message JSON
+//	chatd:{T}:pending       hash: id, data (JSON: request, base64 state,
+//	                        expires_at ms); expires at the elicitation's expiry
+//	chatd:{T}:elicitations  hash: elicitation ID → "issued" | "consumed"
+//	chatd:{T}:lock          string "<token>|<claimed elicitation ID>"; PX LockTTL
+//	chatd:{T}:idem          hash: "<len(principal)>:<principal>:<key>" → record JSON
+//	chatd:{T}:idemexp       sorted set: the same fields scored by expiry (ms)
+//
+// Redis 7.0 has no per-field hash TTL, so idempotency expiry is the idemexp
+// score: a lookup ignores an expired record and every commit deletes the
+// expired ones. Each commit refreshes Options.ThreadTTL on every key except
+// the lock (released) and the pending state (its own expiry, capped at the
+// thread's).
+//
+// # Atomicity and round trips
+//
+// Every operation is a single Lua script (EVALSHA, falling back to EVAL the
+// first time a server sees it). Redis runs a script without interleaving any
+// other client's commands, so each check-then-write — owner check, claim,
+// lock compare-and-delete, append-trim-pause-release — is atomic, and each
+// operation costs one round trip: a turn's store work is two (begin, then
+// commit or release). Scripts read the time from Redis (TIME) for
+// idempotency expiry, so instances' clocks do not matter there.
+//
+// Errors that mean Redis cannot be reached or cannot serve (network errors,
+// timeouts, a closed pool, LOADING, CLUSTERDOWN, …) match ErrUnavailable with
+// errors.Is and keep their cause in the chain; a cancelled context does not.
+// The client reconnects by itself once Redis is back.
+package store

@@ -1,0 +1,310 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"chatd/internal/blocks"
+	"chatd/internal/redistest"
+	"chatd/internal/store"
+)
+
+// newTestRedisFunc returns a constructor of Redis stores on srv, each with
+// its own client.
+func newTestRedisFunc(srv *redistest.Server) newStoreFunc {
+	return func(tb testing.TB, opts store.Options) contractStore {
+		tb.Helper()
+		return newTestRedis(tb, srv, &redis.Options{Addr: srv.Addr()}, opts)
+	}
+}
+
+func newTestRedis(tb testing.TB, srv *redistest.Server, o *redis.Options, opts store.Options) *store.Redis {
+	tb.Helper()
+	st := store.NewRedis(redis.NewClient(o), opts)
+	tb.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func TestRedisContract(t *testing.T) {
+	runContract(t, newTestRedisFunc(redistest.Start(t)))
+}
+
+// TestRedisKeys checks the key layout the package documentation promises:
+// every key of a thread carries its hash tag and a TTL, and DeleteThread
+// leaves none behind.
+func TestRedisKeys(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	opts := testOpts
+	opts.ThreadTTL = time.Hour
+	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, opts)
+
+	th := mustCreateThread(t, st)
+	p := mustPause(t, st, th.ID, 10*time.Minute)
+	claim, err := st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: p.ElicitationID, LockTTL: lockTTL})
+	require.NoError(t, err)
+	next := newTestPending(10 * time.Minute)
+	require.NoError(t, st.CommitTurn(ctx, store.Commit{
+		ThreadID: th.ID, LockToken: claim.LockToken, Messages: newTestMessages(2, "a"),
+		Consumed: p.ElicitationID, Pause: &next,
+		Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"},
+	}))
+	_, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: blocks.NewID(), Principal: alice, LockTTL: lockTTL})
+	require.ErrorIs(t, err, store.ErrNotFound, "a missing thread gets no keys, not even a lock")
+	other := mustCreateThread(t, st)
+
+	prefix := "chatd:{" + th.ID + "}:"
+	keys, err := rdb.Keys(ctx, prefix+"*").Result()
+	require.NoError(t, err)
+	for _, suffix := range []string{"thread", "msgs", "msgdata", "pending", "elicitations", "idem", "idemexp"} {
+		assert.Contains(t, keys, prefix+suffix)
+	}
+	for _, k := range keys {
+		ttl, err := rdb.PTTL(ctx, k).Result()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, time.Duration(0), "%s has a TTL", k)
+		limit := opts.ThreadTTL
+		if strings.HasSuffix(k, ":pending") {
+			limit = 10 * time.Minute
+		}
+		assert.LessOrEqual(t, ttl, limit, "%s", k)
+	}
+
+	// Cluster hashes only the part between the first { and the next }: every
+	// key of the thread hashes its ID, so all land in one slot.
+	for _, k := range keys {
+		open := strings.Index(k, "{")
+		end := strings.Index(k[open:], "}")
+		require.True(t, open >= 0 && end > 0, "%s has a hash tag", k)
+		assert.Equal(t, th.ID, k[open+1:open+end], "%s hash tag", k)
+	}
+
+	require.NoError(t, st.DeleteThread(ctx, th.ID, alice))
+	keys, err = rdb.Keys(ctx, "chatd:*").Result()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"chatd:{" + other.ID + "}:thread"}, keys)
+}
+
+// countingHook counts the commands and pipelines a client sends: each is one
+// round trip.
+type countingHook struct{ trips atomic.Int64 }
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.trips.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.trips.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestRedisRoundTrips holds a turn's store work to its budget: one round
+// trip to begin, one to commit or release.
+func TestRedisRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	hook := &countingHook{}
+	client.AddHook(hook)
+	st := store.NewRedis(client, testOpts)
+	t.Cleanup(func() { _ = st.Close() })
+
+	// Warm up: the first run of each script on a server costs an extra
+	// EVALSHA that answers NOSCRIPT.
+	warm := mustCreateThread(t, st)
+	p := mustPause(t, st, warm.ID, time.Hour)
+	claim, err := st.BeginResume(ctx, store.BeginResume{ThreadID: warm.ID, Principal: alice, ElicitationID: p.ElicitationID, LockTTL: lockTTL})
+	require.NoError(t, err)
+	require.NoError(t, st.Release(ctx, warm.ID, claim.LockToken))
+	_, err = st.History(ctx, warm.ID, alice, 10, "")
+	require.NoError(t, err)
+	require.NoError(t, st.DeleteThread(ctx, warm.ID, alice))
+
+	th := store.Thread{ID: blocks.NewID(), Owner: alice, Processor: "echo"}
+	var (
+		begin store.TurnStart
+		pause = newTestPending(time.Hour)
+	)
+	tests := []struct {
+		name string
+		op   func() error
+	}{
+		{"CreateThread", func() error { return st.CreateThread(ctx, th) }},
+		{"GetThread", func() error { _, _, err := st.GetThread(ctx, th.ID, alice); return err }},
+		{"BeginTurn", func() error {
+			var err error
+			begin, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 50})
+			return err
+		}},
+		{"CommitTurn", func() error {
+			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: begin.LockToken, Messages: newTestMessages(2, "q"), Pause: &pause,
+				Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"}})
+		}},
+		{"BeginResume", func() error {
+			var err error
+			begin, err = st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: pause.ElicitationID, LockTTL: lockTTL, Window: 50})
+			return err
+		}},
+		{"Release", func() error { return st.Release(ctx, th.ID, begin.LockToken) }},
+		{"BeginResume again", func() error {
+			var err error
+			begin, err = st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: pause.ElicitationID, LockTTL: lockTTL, Window: 50})
+			return err
+		}},
+		{"CommitTurn consuming", func() error {
+			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: begin.LockToken, Messages: newTestMessages(2, "a"), Consumed: pause.ElicitationID})
+		}},
+		{"History", func() error { _, err := st.History(ctx, th.ID, alice, 2, ""); return err }},
+		{"DeleteThread", func() error { return st.DeleteThread(ctx, th.ID, alice) }},
+	}
+	for _, tt := range tests {
+		before := hook.trips.Load()
+		require.NoError(t, tt.op(), tt.name)
+		assert.Equal(t, int64(1), hook.trips.Load()-before, "%s round trips", tt.name)
+	}
+}
+
+// TestRedisOutage stops the server under a store: every operation reports
+// ErrUnavailable, and once the server is back the same store works again.
+func TestRedisOutage(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	st := newTestRedis(t, srv, &redis.Options{
+		Addr:          srv.Addr(),
+		DialTimeout:   200 * time.Millisecond,
+		ReadTimeout:   200 * time.Millisecond,
+		WriteTimeout:  200 * time.Millisecond,
+		PoolTimeout:   200 * time.Millisecond,
+		MaxRetries:    -1, // no retries: fail fast
+		DialerRetries: 1,
+	}, testOpts)
+	th := mustCreateThread(t, st)
+	ts := mustBegin(t, st, th.ID, 0)
+
+	srv.Stop(t)
+	tests := []struct {
+		name string
+		op   func() error
+	}{
+		{"Ping", func() error { return st.Ping(ctx) }},
+		{"CreateThread", func() error { return st.CreateThread(ctx, store.Thread{ID: blocks.NewID(), Owner: alice}) }},
+		{"GetThread", func() error { _, _, err := st.GetThread(ctx, th.ID, alice); return err }},
+		{"BeginTurn", func() error {
+			_, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL})
+			return err
+		}},
+		{"BeginResume", func() error {
+			_, err := st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: "e", LockTTL: lockTTL})
+			return err
+		}},
+		{"CommitTurn", func() error {
+			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: ts.LockToken, Messages: newTestMessages(1, "x")})
+		}},
+		{"Release", func() error { return st.Release(ctx, th.ID, ts.LockToken) }},
+		{"History", func() error { _, err := st.History(ctx, th.ID, alice, 10, ""); return err }},
+		{"DeleteThread", func() error { return st.DeleteThread(ctx, th.ID, alice) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.op()
+			assert.ErrorIs(t, err, store.ErrUnavailable)
+			assert.False(t, errors.Is(err, store.ErrNotFound), "an outage is not a missing thread")
+			assert.True(t, hasCause(err), "the cause stays in the chain for the logs: %v", err)
+		})
+	}
+
+	srv.Restart(t)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, st.Ping(ctx))
+	}, 10*time.Second, 50*time.Millisecond)
+	// Persistence is off, so the old thread is gone; a new one works.
+	_, _, err := st.GetThread(ctx, th.ID, alice)
+	assert.ErrorIs(t, err, store.ErrNotFound)
+	fresh := mustCreateThread(t, st)
+	mustTurn(t, st, fresh.ID, newTestMessages(2, "after"))
+	assert.Equal(t, []string{"after-0", "after-1"}, messageTexts(mustHistoryAll(t, st, fresh.ID)))
+}
+
+// hasCause reports whether err wraps an error other than ErrUnavailable
+// beside it.
+func hasCause(err error) bool {
+	multi, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		if next := errors.Unwrap(err); next != nil {
+			return hasCause(next)
+		}
+		return false
+	}
+	for _, e := range multi.Unwrap() {
+		if e != store.ErrUnavailable {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRedisCancelledContext checks that a request the caller cancelled is not
+// reported as an outage.
+func TestRedisCancelledContext(t *testing.T) {
+	srv := redistest.Start(t)
+	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, testOpts)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := st.GetThread(ctx, blocks.NewID(), alice)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, errors.Is(err, store.ErrUnavailable))
+}
+
+func TestOpenRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	tests := []struct {
+		name    string
+		url     string
+		wantErr bool
+	}{
+		{"single node", srv.URL(), false},
+		{"options", srv.URL() + "?dial_timeout=1s&pool_size=4", false},
+		{"tls scheme", "rediss://127.0.0.1:1/0", false},
+		{"cluster by comma", "redis://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", false},
+		{"cluster by addr", "redis://127.0.0.1:1?addr=127.0.0.1:2", false},
+		{"sentinel", "redis://127.0.0.1:1,127.0.0.1:2/0?master_name=mymaster", false},
+		{"bad scheme", "http://127.0.0.1:1", true},
+		{"unknown option", srv.URL() + "?frobnicate=1", true},
+		{"bad db", "redis://127.0.0.1:1/x", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := store.OpenRedis(tt.url, testOpts)
+			if tt.wantErr {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.NoError(t, st.Close())
+		})
+	}
+
+	st, err := store.OpenRedis(srv.URL(), testOpts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	require.NoError(t, st.Ping(context.Background()))
+	th := mustCreateThread(t, st)
+	mustTurn(t, st, th.ID, newTestMessages(1, "x"))
+}

@@ -1,0 +1,234 @@
+package store
+
+import "github.com/redis/go-redis/v9"
+
+// Every Redis operation is one of these Lua scripts: Redis runs a script
+// without interleaving any other command, so each operation is atomic, and
+// because a script names only one thread's keys (all in one hash slot) it
+// runs on one Cluster node. Scripts answer with an array whose first element
+// is a status word; "OK" is followed by the operation's data.
+
+// luaHelpers is prepended to every script.
+const luaHelpers = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- HMGET and HDEL take their fields as arguments; Lua's unpack is bounded by
+-- its stack, so long lists go in chunks.
+local function hmget_all(key, fields)
+  local out = {}
+  local i = 1
+  while i <= #fields do
+    local j = math.min(i + 499, #fields)
+    local part = redis.call('HMGET', key, unpack(fields, i, j))
+    for k = 1, #part do out[#out + 1] = part[k] end
+    i = j + 1
+  end
+  return out
+end
+
+local function hdel_all(key, fields)
+  local i = 1
+  while i <= #fields do
+    local j = math.min(i + 499, #fields)
+    redis.call('HDEL', key, unpack(fields, i, j))
+    i = j + 1
+  end
+end
+
+-- owned_thread returns owner, processor, created, updated, or nil when the
+-- thread is missing or principal does not own it.
+local function owned_thread(key, principal)
+  local t = redis.call('HMGET', key, 'owner', 'processor', 'created', 'updated')
+  if not t[1] or t[1] ~= principal then return nil end
+  return t
+end
+
+-- The lock's value is "<token>|<claimed elicitation id>", the id empty for
+-- a plain turn, so a claim lives and dies with its lock.
+local function lock_parts(v)
+  local sep = string.find(v, '|', 1, true)
+  return string.sub(v, 1, sep - 1), string.sub(v, sep + 1)
+end
+
+-- window returns the newest n messages' JSON, oldest first.
+local function window(msgs, msgdata, n)
+  if n <= 0 then return {} end
+  local ids = redis.call('ZRANGE', msgs, -n, -1)
+  if #ids == 0 then return {} end
+  return hmget_all(msgdata, ids)
+end
+
+local function append_all(out, items)
+  for i = 1, #items do out[#out + 1] = items[i] end
+  return out
+end
+`
+
+func newScript(body string) *redis.Script { return redis.NewScript(luaHelpers + body) }
+
+// createScript: KEYS thread; ARGV owner, processor, created, updated, ttl_ms.
+var createScript = newScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'EXISTS'} end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'processor', ARGV[2], 'created', ARGV[3], 'updated', ARGV[4], 'seq', 0)
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return {'OK'}
+`)
+
+// getScript: KEYS thread, pending; ARGV principal.
+// Returns OK, owner, processor, created, updated, pending JSON or nil.
+var getScript = newScript(`
+local t = owned_thread(KEYS[1], ARGV[1])
+if not t then return {'NOTFOUND'} end
+return {'OK', t[1], t[2], t[3], t[4], redis.call('HGET', KEYS[2], 'data')}
+`)
+
+// deleteScript: KEYS every key of the thread, the thread hash first;
+// ARGV principal.
+var deleteScript = newScript(`
+if not owned_thread(KEYS[1], ARGV[1]) then return {'NOTFOUND'} end
+redis.call('DEL', unpack(KEYS))
+return {'OK'}
+`)
+
+// beginTurnScript: KEYS thread, lock, pending, msgs, msgdata, idem, idemexp;
+// ARGV principal, idempotency field (empty for none), token, lock_ttl_ms, window.
+// Returns NOTFOUND | REPLAY + thread + record | BUSY | PENDING + pending JSON
+// | OK + thread + window messages.
+var beginTurnScript = newScript(`
+local t = owned_thread(KEYS[1], ARGV[1])
+if not t then return {'NOTFOUND'} end
+if ARGV[2] ~= '' then
+  local rec = redis.call('HGET', KEYS[6], ARGV[2])
+  local exp = redis.call('ZSCORE', KEYS[7], ARGV[2])
+  if rec and exp and tonumber(exp) > now_ms() then
+    return {'REPLAY', t[1], t[2], t[3], t[4], rec}
+  end
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then return {'BUSY'} end
+local p = redis.call('HGET', KEYS[3], 'data')
+if p then return {'PENDING', p} end
+redis.call('SET', KEYS[2], ARGV[3] .. '|', 'PX', ARGV[4])
+return append_all({'OK', t[1], t[2], t[3], t[4]}, window(KEYS[4], KEYS[5], tonumber(ARGV[5])))
+`)
+
+// beginResumeScript: KEYS thread, lock, pending, msgs, msgdata, elicitations;
+// ARGV principal, elicitation id, token, lock_ttl_ms, window.
+// Returns NOTFOUND | BUSY | CONSUMED | EXPIRED | UNKNOWN
+// | OK + thread + pending JSON + window messages.
+var beginResumeScript = newScript(`
+local t = owned_thread(KEYS[1], ARGV[1])
+if not t then return {'NOTFOUND'} end
+local id = ARGV[2]
+local p = redis.call('HMGET', KEYS[3], 'id', 'data')
+if p[1] and p[1] == id then
+  local held = redis.call('GET', KEYS[2])
+  if held then
+    local _, claim = lock_parts(held)
+    if claim == id then return {'CONSUMED'} end
+    return {'BUSY'}
+  end
+  redis.call('SET', KEYS[2], ARGV[3] .. '|' .. id, 'PX', ARGV[4])
+  return append_all({'OK', t[1], t[2], t[3], t[4], p[2]}, window(KEYS[4], KEYS[5], tonumber(ARGV[5])))
+end
+local state = redis.call('HGET', KEYS[6], id)
+if state == 'consumed' then return {'CONSUMED'} end
+if state == 'issued' then return {'EXPIRED'} end
+return {'UNKNOWN'}
+`)
+
+// commitScript: KEYS thread, lock, pending, msgs, msgdata, elicitations,
+// idem, idemexp; ARGV 1 token, 2 updated, 3 history_max, 4 thread_ttl_ms,
+// 5 consumed id, 6 pause id, 7 pause JSON, 8 pause expires_at_ms,
+// 9 idempotency field, 10 idempotency record, 11 idempotency_ttl_ms,
+// 12 message count, then id, JSON for each message.
+// Returns NOTFOUND | LOCKLOST | OK.
+var commitScript = newScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOTFOUND'} end
+local held = redis.call('GET', KEYS[2])
+if not held then return {'LOCKLOST'} end
+local token = lock_parts(held)
+if token ~= ARGV[1] then return {'LOCKLOST'} end
+
+local now = now_ms()
+local ttl = tonumber(ARGV[4])
+local n = tonumber(ARGV[12])
+if n > 0 then
+  -- History order is commit order: scores come from a per-thread counter.
+  local seq = redis.call('HINCRBY', KEYS[1], 'seq', n) - n
+  for i = 0, n - 1 do
+    local id, data = ARGV[13 + 2 * i], ARGV[14 + 2 * i]
+    redis.call('ZADD', KEYS[4], 'NX', seq + i + 1, id)
+    redis.call('HSET', KEYS[5], id, data)
+  end
+  local excess = redis.call('ZCARD', KEYS[4]) - tonumber(ARGV[3])
+  if excess > 0 then
+    hdel_all(KEYS[5], redis.call('ZRANGE', KEYS[4], 0, excess - 1))
+    redis.call('ZREMRANGEBYRANK', KEYS[4], 0, excess - 1)
+  end
+end
+if ARGV[5] ~= '' then
+  if redis.call('HGET', KEYS[3], 'id') == ARGV[5] then redis.call('DEL', KEYS[3]) end
+  redis.call('HSET', KEYS[6], ARGV[5], 'consumed')
+end
+if ARGV[6] ~= '' then
+  redis.call('DEL', KEYS[3])
+  redis.call('HSET', KEYS[3], 'id', ARGV[6], 'data', ARGV[7])
+  -- The pending state never outlives its thread.
+  redis.call('PEXPIREAT', KEYS[3], math.min(tonumber(ARGV[8]), now + ttl))
+  redis.call('HSET', KEYS[6], ARGV[6], 'issued')
+end
+local expired = redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', now)
+if #expired > 0 then
+  hdel_all(KEYS[7], expired)
+  redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
+end
+if ARGV[9] ~= '' then
+  redis.call('HSET', KEYS[7], ARGV[9], ARGV[10])
+  redis.call('ZADD', KEYS[8], now + tonumber(ARGV[11]), ARGV[9])
+end
+redis.call('HSET', KEYS[1], 'updated', ARGV[2])
+for _, k in ipairs({KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]}) do
+  redis.call('PEXPIRE', k, ttl)
+end
+redis.call('DEL', KEYS[2])
+return {'OK'}
+`)
+
+// releaseScript: KEYS lock; ARGV token. Returns LOCKLOST | OK.
+var releaseScript = newScript(`
+local held = redis.call('GET', KEYS[1])
+if not held then return {'LOCKLOST'} end
+local token = lock_parts(held)
+if token ~= ARGV[1] then return {'LOCKLOST'} end
+redis.call('DEL', KEYS[1])
+return {'OK'}
+`)
+
+// historyScript: KEYS thread, msgs, msgdata; ARGV principal, limit, before.
+// Returns NOTFOUND | BADCURSOR | OK, more (0|1), page messages oldest first.
+var historyScript = newScript(`
+if not owned_thread(KEYS[1], ARGV[1]) then return {'NOTFOUND'} end
+local limit = tonumber(ARGV[2])
+local ids
+if ARGV[3] == '' then
+  ids = redis.call('ZRANGE', KEYS[2], -(limit + 1), -1)
+else
+  local score = redis.call('ZSCORE', KEYS[2], ARGV[3])
+  if not score then return {'BADCURSOR'} end
+  -- One more than the page tells whether older messages exist.
+  ids = redis.call('ZREVRANGEBYSCORE', KEYS[2], '(' .. score, '-inf', 'LIMIT', 0, limit + 1)
+  local asc = {}
+  for i = #ids, 1, -1 do asc[#asc + 1] = ids[i] end
+  ids = asc
+end
+local more = 0
+if #ids > limit then
+  more = 1
+  table.remove(ids, 1)
+end
+if #ids == 0 then return {'OK', more} end
+return append_all({'OK', more}, hmget_all(KEYS[3], ids))
+`)
