@@ -14,26 +14,46 @@ import (
 
 // These benchmarks compare validating an elicitation result with this
 // package against a general JSON Schema validator doing the same checks on
-// the same ten-field schema (benchSchema) and content (benchContent):
+// the same ten-field schema and content:
 //
 //	go test -run '^$' -bench CompareValidateResult -benchmem ./internal/elicit
 //
 // Both sides validate already-decoded content against a schema compiled
 // once, which is what the API does per answer.
 
-// mustCompileGeneral compiles benchSchema for the general validator, with
+// compareSchema has ten properties of every kind a form can hold, the size
+// of a typical elicitation form.
+const compareSchema = `{"type":"object","properties":{
+	"name":{"type":"string","minLength":1,"maxLength":80},
+	"email":{"type":"string","format":"email"},
+	"website":{"type":"string","format":"uri"},
+	"start":{"type":"string","format":"date"},
+	"guests":{"type":"integer","minimum":1,"maximum":12},
+	"budget":{"type":"number","minimum":0,"maximum":10000},
+	"newsletter":{"type":"boolean"},
+	"room":{"type":"string","enum":["single","double","suite"]},
+	"diet":{"type":"string","oneOf":[{"const":"none","title":"None"},{"const":"veg","title":"Vegetarian"},{"const":"vegan","title":"Vegan"}]},
+	"extras":{"type":"array","items":{"type":"string","enum":["parking","breakfast","spa","late-checkout"]},"maxItems":3}},
+	"required":["name","email","start","guests","room"]}`
+
+// compareContent is a valid answer filling every field.
+const compareContent = `{"name":"Ada Lovelace","email":"ada@example.com","website":"https://example.com/ada",
+	"start":"2025-11-25","guests":2,"budget":450.5,"newsletter":false,"room":"double","diet":"veg",
+	"extras":["parking","breakfast"]}`
+
+// mustCompileGeneral compiles compareSchema for the general validator, with
 // the two rules chatd applies that plain JSON Schema leaves open spelled
 // out — no undeclared keys, no repeated multi-select values — and format
 // assertion on, so both validators do the same work.
 func mustCompileGeneral(tb testing.TB) *jsonschema.Schema {
 	tb.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(benchSchema)))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(compareSchema)))
 	require.NoError(tb, err)
 	root, ok := doc.(map[string]any)
-	require.True(tb, ok, "benchSchema is an object")
+	require.True(tb, ok, "compareSchema is an object")
 	root["additionalProperties"] = false
 	props, ok := root["properties"].(map[string]any)
-	require.True(tb, ok, "benchSchema has properties")
+	require.True(tb, ok, "compareSchema has properties")
 	for _, p := range props {
 		if prop, ok := p.(map[string]any); ok && prop["type"] == "array" {
 			prop["uniqueItems"] = true
@@ -49,9 +69,9 @@ func mustCompileGeneral(tb testing.TB) *jsonschema.Schema {
 }
 
 func BenchmarkCompareValidateResult(b *testing.B) {
-	content := mustDecodeContent(b, benchContent)
+	content := mustDecodeContent(b, compareContent)
 	b.Run("elicit", func(b *testing.B) {
-		req := mustNewRequest(b, benchSchema)
+		req := mustNewRequest(b, compareSchema)
 		res := elicit.Result{Action: elicit.Accept, Content: content}
 		require.NoError(b, req.Validate(res))
 		b.ReportAllocs()
@@ -78,7 +98,7 @@ func BenchmarkCompareValidateResult(b *testing.B) {
 // validator, set up as in the benchmark, accepts and refuses the same
 // contents as this package, so it is not measured doing less.
 func TestCompareValidatorsAgree(t *testing.T) {
-	req := mustNewRequest(t, benchSchema)
+	req := mustNewRequest(t, compareSchema)
 	general := mustCompileGeneral(t)
 	tests := []struct {
 		name    string
@@ -101,7 +121,7 @@ func TestCompareValidatorsAgree(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			content := mustPatchContent(t, benchContent, tt.patch)
+			content := mustPatchContent(t, compareContent, tt.patch)
 			gotElicit := req.Validate(elicit.Result{Action: elicit.Accept, Content: content}) != nil
 			gotGeneral := general.Validate(any(content)) != nil
 			assert.Equal(t, tt.wantErr, gotElicit, "elicit")
