@@ -1,11 +1,9 @@
 package blocks
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"strconv"
 )
@@ -93,21 +91,7 @@ func DecodeList(data []byte, path string) ([]ContentBlock, error) {
 }
 
 // decodeJSON decodes exactly one JSON value, numbers as json.Number.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("invalid JSON: no value")
-		}
-		return nil, fmt.Errorf("invalid JSON: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("invalid JSON: data after the value")
-	}
-	return v, nil
-}
+func decodeJSON(data []byte) (any, error) { return parseJSON(data) }
 
 // Text returns the text of a text block, and "" for other types.
 func (b ContentBlock) Text() string {

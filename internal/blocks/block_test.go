@@ -115,8 +115,8 @@ func TestDecodeRejects(t *testing.T) {
 		json string
 		want []FieldError
 	}{
-		{"not JSON", `{"type":`, []FieldError{{"", "invalid JSON: unexpected EOF"}}},
-		{"trailing data", `{"type":"text","text":"a"} {}`, []FieldError{{"", "invalid JSON: data after the value"}}},
+		{"not JSON", `{"type":`, []FieldError{{"", "invalid JSON: unexpected end of input"}}},
+		{"trailing data", `{"type":"text","text":"a"} {}`, []FieldError{{"", "invalid JSON at offset 27: data after the value"}}},
 		{"array", `[]`, []FieldError{{"", "must be a content block object, not an array"}}},
 		{"null", `null`, []FieldError{{"", "must be a content block object, not null"}}},
 		{"missing type", `{"text":"a"}`, []FieldError{{"type", "is required"}}},
@@ -235,7 +235,7 @@ func TestDecodeList(t *testing.T) {
 		{name: "object", json: `{"type":"text","text":"a"}`, wantErr: []FieldError{{"content_blocks", "must be an array of content blocks, not an object"}}},
 		{name: "null", json: `null`, wantErr: []FieldError{{"content_blocks", "must be an array of content blocks, not null"}}},
 		{name: "empty input", json: ``, wantErr: []FieldError{{"content_blocks", "invalid JSON: no value"}}},
-		{name: "malformed", json: `[{"type":"text",]`, wantErr: []FieldError{{"content_blocks", "invalid JSON: invalid character ']' looking for beginning of object key string"}}},
+		{name: "malformed", json: `[{"type":"text",]`, wantErr: []FieldError{{"content_blocks", "invalid JSON at offset 16: invalid character ']' looking for beginning of object key string"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
