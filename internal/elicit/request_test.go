@@ -268,6 +268,30 @@ var rejectedSchemas = []reject{
 		"requestedSchema.properties.a.description", "5000 characters exceed the limit of 4096"},
 }
 
+func TestNewRequestDoesNotPileUpRequiredErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		schema string
+		want   []blocks.FieldError
+	}{
+		{name: "required naming an invalid property",
+			schema: `{"type":"object","properties":{"a":{"type":"object"}},"required":["a"]}`,
+			want:   []blocks.FieldError{{Field: "requestedSchema.properties.a.type", Detail: "nested objects are not supported"}}},
+		{name: "required beside unreadable properties",
+			schema: `{"type":"object","properties":[],"required":["a"]}`,
+			want:   []blocks.FieldError{{Field: "requestedSchema.properties", Detail: "must be a JSON object keyed by property name, got array"}}},
+		{name: "required longer than the property limit",
+			schema: `{"type":"object","properties":{},"required":[` + strings.Repeat(`"x",`, 64) + `"x"]}`,
+			want:   []blocks.FieldError{{Field: "requestedSchema.required", Detail: "65 names exceed the limit of 64 properties"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := elicit.NewRequest("m", json.RawMessage(tc.schema), nil)
+			assert.Equal(t, tc.want, mustFieldErrors(t, err))
+		})
+	}
+}
+
 func tooManyProperties(n int) string {
 	props := make([]string, n)
 	for i := range props {

@@ -27,7 +27,9 @@ const richSchema = `{"type":"object","properties":{
 	"langs":{"type":"array","items":{"anyOf":[{"const":"go","title":"Go"},{"const":"php","title":"PHP"}]}}},
 	"required":["name","email"]}`
 
-func fe(field, detail string) blocks.FieldError { return blocks.FieldError{Field: field, Detail: detail} }
+func fe(field, detail string) blocks.FieldError {
+	return blocks.FieldError{Field: field, Detail: detail}
+}
 
 func TestValidateResult(t *testing.T) {
 	const colors = `must be one of "red", "green", "blue"`

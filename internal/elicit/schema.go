@@ -90,6 +90,10 @@ type property struct {
 type schema struct {
 	props []property // in document order
 	index map[string]int
+	// declared holds every property name, valid or not, while parsing, so
+	// that required does not add "not declared" to a property's own errors;
+	// nil when properties could not be read at all.
+	declared map[string]bool
 }
 
 // collector gathers violations, allocating only when there is one, so that
@@ -234,11 +238,12 @@ func parseSchema(raw json.RawMessage, l Limits, c *collector) *schema {
 		s.parseProperties(props, l, c)
 	}
 	if required != nil {
-		s.parseRequired(required, c)
+		s.parseRequired(required, l, c)
 	}
 	if c.len() > before {
 		return nil
 	}
+	s.declared = nil // only needed while parsing
 	return s
 }
 
@@ -260,7 +265,9 @@ func (s *schema) parseProperties(raw json.RawMessage, l Limits, c *collector) {
 	}
 	s.props = make([]property, 0, len(members))
 	s.index = make(map[string]int, len(members))
+	s.declared = make(map[string]bool, len(members))
 	for _, m := range members {
+		s.declared[m.key] = true
 		if m.key == "" {
 			// A nameless field cannot be reported: its violations would have
 			// an empty field.
@@ -280,11 +287,17 @@ func (s *schema) parseProperties(raw json.RawMessage, l Limits, c *collector) {
 	}
 }
 
-func (s *schema) parseRequired(raw json.RawMessage, c *collector) {
+func (s *schema) parseRequired(raw json.RawMessage, l Limits, c *collector) {
 	const path = schemaRoot + ".required"
 	elems, ok := decodeArray(raw)
 	if !ok {
 		c.add(path, "must be an array of property names, got "+jsonKind(raw))
+		return
+	}
+	if len(elems) > l.MaxProperties {
+		// Unique declared names cannot outnumber the properties; one
+		// violation instead of one per surplus name.
+		c.add(path, fmt.Sprintf("%d names exceed the limit of %d properties", len(elems), l.MaxProperties))
 		return
 	}
 	seen := make(map[string]bool, len(elems))
@@ -298,12 +311,16 @@ func (s *schema) parseRequired(raw json.RawMessage, c *collector) {
 			c.add(ep, fmt.Sprintf("%s is listed more than once", quote(name)))
 		default:
 			seen[name] = true
-			j, declared := s.index[name]
-			if !declared {
+			if s.declared == nil {
+				continue // properties itself is broken and already reported
+			}
+			if !s.declared[name] {
 				c.add(ep, fmt.Sprintf("%s is not a declared property", quote(name)))
 				continue
 			}
-			s.props[j].required = true
+			if j, ok := s.index[name]; ok {
+				s.props[j].required = true
+			}
 		}
 	}
 }
