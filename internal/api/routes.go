@@ -14,13 +14,13 @@ func (s *Server) routes() http.Handler {
 	r.Use(s.observe)
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
 		return errorf(http.StatusNotFound, "not_found", "no such route")
-	}))
+	}).ServeHTTP)
 	r.MethodNotAllowed(s.handle(func(http.ResponseWriter, *http.Request) error {
 		return errorf(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route")
-	}))
+	}).ServeHTTP)
 
-	r.Get("/healthz", s.handle(s.handleHealthz))
-	r.Get("/readyz", s.handle(s.handleReadyz))
+	r.Method(http.MethodGet, "/healthz", s.handle(s.handleHealthz))
+	r.Method(http.MethodGet, "/readyz", s.handle(s.handleReadyz))
 	r.Method(http.MethodGet, "/metrics", s.metrics.Handler())
 	r.Get("/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		writeBody(w, http.StatusOK, "application/yaml", chatd.OpenAPI)
