@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"chatd/internal/api"
+	"chatd/internal/processor"
+	"chatd/internal/processor/echo"
+	"chatd/internal/store"
+)
+
+// bench holds what every row shares: the redis-server, the HTTP client, and
+// the servers started so far (stopped by close).
+type bench struct {
+	cfg     config
+	redis   *redisServer
+	rdb     *redis.Client
+	http    *http.Client
+	closers []func()
+	// memoryLine is the Redis memory per stored message, measured while
+	// seeding row 5.
+	memoryLine string
+}
+
+func newBench(ctx context.Context, cfg config) (*bench, error) {
+	bin, err := findRedisServer(ctx, cfg.redisBin)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := startRedis(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{cfg: cfg, redis: srv, http: newHTTPClient(cfg.concurrency)}
+	b.closers = append(b.closers, srv.Stop)
+	b.rdb = b.newRedisClient()
+	b.closers = append(b.closers, func() { _ = b.rdb.Close() })
+	return b, nil
+}
+
+// close stops everything, the most recently started first.
+func (b *bench) close() {
+	b.http.CloseIdleConnections()
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		b.closers[i]()
+	}
+}
+
+// newRedisClient returns a client on the benchmark's redis-server with a
+// pool large enough that no request waits for a connection.
+func (b *bench) newRedisClient() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: b.redis.addr, PoolSize: 2*b.cfg.concurrency + 4})
+}
+
+// newRedisStore returns a chatd Redis store on its own client; it is closed
+// with the bench.
+func (b *bench) newRedisStore(opts store.Options) *store.Redis {
+	st := store.NewRedis(b.newRedisClient(), opts)
+	b.closers = append(b.closers, func() { _ = st.Close() })
+	return st
+}
+
+// newChatd returns chatd's handler on st, with the echo processor and auth
+// mode none.
+func newChatd(st api.Store, cfg api.Config) (http.Handler, error) {
+	reg, err := processor.NewRegistry(map[string]processor.Processor{"echo": echo.New()}, "echo")
+	if err != nil {
+		return nil, err
+	}
+	return api.NewServer(api.Deps{Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: cfg}), nil
+}
+
+// serve starts a real HTTP server for h on a free 127.0.0.1 port and returns
+// a client for it; the server is shut down with the bench.
+func (b *bench) serve(h http.Handler) (*client, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	b.closers = append(b.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return &client{base: "http://" + ln.Addr().String(), http: b.http}, nil
+}
+
+// spec is a row's bound: n operations at the configured concurrency.
+func (b *bench) spec(n int) loadSpec {
+	return loadSpec{requests: n, concurrency: b.cfg.concurrency, limit: b.cfg.rowLimit}
+}
+
+// warmup runs the unmeasured operations before a row.
+func (b *bench) warmup(ctx context.Context, fn op) error {
+	if b.cfg.warmup == 0 {
+		return nil
+	}
+	res := runLoad(ctx, b.spec(b.cfg.warmup), fn)
+	if res.errors > 0 {
+		return fmt.Errorf("warm-up: %d failed requests; first: %w", res.errors, res.firstErr)
+	}
+	return ctx.Err()
+}
+
+// measured runs a warm-up and then the measured operations.
+func (b *bench) measured(ctx context.Context, n int, fn op) (loadResult, error) {
+	if err := b.warmup(ctx, fn); err != nil {
+		return loadResult{}, err
+	}
+	res := runLoad(ctx, b.spec(n), fn)
+	return res, ctx.Err()
+}
+
+// profiled is measured with a CPU profile of the measured part written to
+// path, when path is set.
+func (b *bench) profiled(ctx context.Context, n int, path string, fn op) (loadResult, error) {
+	if path == "" {
+		return b.measured(ctx, n, fn)
+	}
+	if err := b.warmup(ctx, fn); err != nil {
+		return loadResult{}, err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return loadResult{}, err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return loadResult{}, err
+	}
+	res := runLoad(ctx, b.spec(n), fn)
+	pprof.StopCPUProfile()
+	return res, errors.Join(ctx.Err(), f.Close())
+}
+
+// threads creates n threads bound to the echo processor.
+func threads(ctx context.Context, c *client, n int) ([]string, error) {
+	ids := make([]string, n)
+	for i := range ids {
+		id, err := c.createThread(ctx, "echo")
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+// turnText is the user's message of every echo turn: about twenty words, a
+// typical chat line.
+const turnText = "Could you summarise the three main points of the article about loopback benchmarks and tell me which one matters most?"
+
+var turnBody = []byte(`{"message":"` + turnText + `"}`)
+
+// streamBody asks echo to stream twenty words, one delta each, without delay.
+var streamBody = []byte(`{"message":"/slow 0 ` + strings.Repeat("word ", 19) + `end"}`)
+
+// elicitBody pauses the echo processor with a two-field form.
+var elicitBody = []byte(`{"message":"/elicit {\"message\":\"Which size, and how many?\",\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"size\":{\"type\":\"string\",\"enum\":[\"s\",\"m\",\"l\"]},\"quantity\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10}},\"required\":[\"size\"]}}"}`)
+
+var answerBody = []byte(`{"action":"accept","content":{"size":"m","quantity":2}}`)
+
+// turnOp posts an echo turn on the worker's own thread.
+func turnOp(c *client, ids []string) op {
+	return func(ctx context.Context, worker, _ int) (time.Duration, error) {
+		_, err := c.turn(ctx, ids[worker], turnBody, "completed")
+		return 0, err
+	}
+}

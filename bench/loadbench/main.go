@@ -1,0 +1,99 @@
+// Command loadbench is chatd's load benchmark. It starts real chatd servers
+// (and a floor server, a minimal handler doing a turn's Redis writes) on
+// 127.0.0.1, with a redis-server of its own, drives them with concurrent
+// keep-alive HTTP clients, and prints one markdown table: requests,
+// concurrency, throughput, p50, p99 and the ratio of each row to its
+// baseline measured in the same run. Every run is bounded in requests and
+// time; see docs/performance.md for what each row means.
+//
+// Usage:
+//
+//	go run ./bench/loadbench [-requests 3000] [-concurrency 16] [-cpuprofile redis-turn.pprof]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// config is the benchmark's command line.
+type config struct {
+	requests    int
+	concurrency int
+	warmup      int
+	rowLimit    time.Duration
+	total       time.Duration
+	bigThread   int
+	seedBatch   int
+	cpuProfile  string
+	redisBin    string
+}
+
+func parseFlags(args []string) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
+	fs.IntVar(&cfg.requests, "requests", 3000, "requests per row (a round trip counts as two)")
+	fs.IntVar(&cfg.concurrency, "concurrency", 16, "concurrent clients, each on its own thread")
+	fs.IntVar(&cfg.warmup, "warmup", 300, "unmeasured requests before each row")
+	fs.DurationVar(&cfg.rowLimit, "duration", 10*time.Second, "time bound of each measured row")
+	fs.DurationVar(&cfg.total, "timeout", 4*time.Minute+30*time.Second, "time bound of the whole run")
+	fs.IntVar(&cfg.bigThread, "big-thread", 10000, "messages in the long thread of row 5")
+	fs.IntVar(&cfg.seedBatch, "seed-batch", 500, "messages per store commit when seeding long threads")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the Redis turn row (2) to this file")
+	fs.StringVar(&cfg.redisBin, "redis-server", "", "redis-server binary (default: from PATH, installed with apt-get when missing and root)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if cfg.requests < 2 || cfg.concurrency < 1 || cfg.warmup < 0 || cfg.rowLimit <= 0 || cfg.total <= 0 ||
+		cfg.bigThread < 10 || cfg.seedBatch < 1 {
+		return cfg, fmt.Errorf("flags out of range: requests ≥ 2, concurrency ≥ 1, warmup ≥ 0, durations > 0, big-thread ≥ 10, seed-batch ≥ 1")
+	}
+	return cfg, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "loadbench:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// run sets up the servers, measures every row and prints the table to out.
+func run(ctx context.Context, cfg config, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, cfg.total)
+	defer cancel()
+	b, err := newBench(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+
+	start := time.Now()
+	rows, err := b.measure(ctx)
+	if err != nil {
+		return err
+	}
+	report := b.report(rows, time.Since(start))
+	if _, err := io.WriteString(out, report); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.res.errors > 0 {
+			return fmt.Errorf("row %s had %d failed requests; first: %v", r.id, r.res.errors, r.res.firstErr)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"chatd/internal/api"
+	"chatd/internal/blocks"
+	"chatd/internal/store"
+)
+
+// row is one line of the table.
+type row struct {
+	id       string
+	scenario string
+	res      loadResult
+	// inner reports the latency measured inside each operation (time to
+	// first delta) instead of the whole operation's.
+	inner   bool
+	ratio   float64
+	ratioIs string
+}
+
+func (r row) p50() time.Duration {
+	if r.inner {
+		return percentile(r.res.inner, 50)
+	}
+	return percentile(r.res.latency, 50)
+}
+
+func (r row) p99() time.Duration {
+	if r.inner {
+		return percentile(r.res.inner, 99)
+	}
+	return percentile(r.res.latency, 99)
+}
+
+// ratio divides two measurements, 0 when the divisor is.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// measure runs every row in turn. Rows 1–3 are measured back to back at the
+// same concurrency so their ratios compare like with like.
+func (b *bench) measure(ctx context.Context) ([]row, error) {
+	n := b.cfg.requests
+
+	// 1: echo turn on the embedded store.
+	memHandler, err := newChatd(store.NewMemory(store.Options{}), api.Config{})
+	if err != nil {
+		return nil, err
+	}
+	memC, err := b.serve(memHandler)
+	if err != nil {
+		return nil, err
+	}
+	memThreads, err := threads(ctx, memC, b.cfg.concurrency)
+	if err != nil {
+		return nil, fmt.Errorf("row 1: %w", err)
+	}
+	r1, err := b.measured(ctx, n, turnOp(memC, memThreads))
+	if err != nil {
+		return nil, fmt.Errorf("row 1: %w", err)
+	}
+
+	// 3: the floor, on the same redis-server as row 2.
+	fl := &floor{rdb: b.rdb, ttl: store.DefaultOptions.ThreadTTL}
+	floorC, err := b.serve(fl.routes())
+	if err != nil {
+		return nil, err
+	}
+	floorThreads := make([]string, b.cfg.concurrency)
+	for i := range floorThreads {
+		floorThreads[i] = blocks.NewID()
+	}
+	r3, err := b.measured(ctx, n, turnOp(floorC, floorThreads))
+	if err != nil {
+		return nil, fmt.Errorf("row 3: %w", err)
+	}
+
+	// 2: echo turn on Redis, optionally profiled.
+	redisHandler, err := newChatd(b.newRedisStore(store.Options{}), api.Config{})
+	if err != nil {
+		return nil, err
+	}
+	redisC, err := b.serve(redisHandler)
+	if err != nil {
+		return nil, err
+	}
+	redisThreads, err := threads(ctx, redisC, b.cfg.concurrency)
+	if err != nil {
+		return nil, fmt.Errorf("row 2: %w", err)
+	}
+	r2, err := b.profiled(ctx, n, b.cfg.cpuProfile, turnOp(redisC, redisThreads))
+	if err != nil {
+		return nil, fmt.Errorf("row 2: %w", err)
+	}
+
+	// 4: elicitation round trips on Redis, each on the worker's own thread.
+	elicitThreads, err := threads(ctx, redisC, b.cfg.concurrency)
+	if err != nil {
+		return nil, fmt.Errorf("row 4: %w", err)
+	}
+	r4, err := b.measured(ctx, n/2, elicitOp(redisC, elicitThreads))
+	if err != nil {
+		return nil, fmt.Errorf("row 4: %w", err)
+	}
+
+	// 6: streamed turns on Redis.
+	streamThreads, err := threads(ctx, redisC, b.cfg.concurrency)
+	if err != nil {
+		return nil, fmt.Errorf("row 6: %w", err)
+	}
+	r6, err := b.measured(ctx, n, func(ctx context.Context, worker, _ int) (time.Duration, error) {
+		return redisC.streamTurn(ctx, streamThreads[worker], streamBody)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("row 6: %w", err)
+	}
+
+	// 5: short against long threads.
+	growth, err := b.measureGrowth(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("row 5: %w", err)
+	}
+
+	rows := []row{
+		{id: "1", scenario: "echo turn, embedded store", res: r1,
+			ratio: ratio(r1.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3)"},
+		{id: "2", scenario: "echo turn, Redis", res: r2,
+			ratio: ratio(r2.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3); goal ≥ 0.5"},
+		{id: "3", scenario: "floor: decode + one Redis MULTI of a commit's writes", res: r3,
+			ratio: 1, ratioIs: "baseline"},
+		{id: "4", scenario: "elicitation round trip (pause turn + answer → resumed reply), Redis", res: r4,
+			ratio: ratio(r4.throughput(), r2.throughput()), ratioIs: "round trips/s ÷ turns/s of 2"},
+	}
+	rows = append(rows, growth...)
+	rows = append(rows,
+		row{id: "6a", scenario: "streamed turn (20 deltas), Redis: time to first delta", res: r6, inner: true,
+			ratio: ratio(float64(percentile(r6.inner, 50)), float64(percentile(r6.latency, 50))), ratioIs: "p50 ÷ p50 of 6b"},
+		row{id: "6b", scenario: "streamed turn (20 deltas), Redis: full reply", res: r6,
+			ratio: ratio(r6.throughput(), r2.throughput()), ratioIs: "req/s ÷ JSON turn (2)"},
+	)
+	return rows, nil
+}
+
+// elicitOp runs one elicitation round trip: a turn that pauses, then the
+// answer that resumes it.
+func elicitOp(c *client, ids []string) op {
+	return func(ctx context.Context, worker, _ int) (time.Duration, error) {
+		id := ids[worker]
+		ans, err := c.turn(ctx, id, elicitBody, "input_required")
+		if err != nil {
+			return 0, err
+		}
+		if ans.Elicitation == nil {
+			return 0, errors.New("paused turn without an elicitation")
+		}
+		eid, _ := ans.Elicitation.Meta[blocks.MetaElicitationID].(string)
+		if eid == "" {
+			return 0, errors.New("elicitation without an ID")
+		}
+		var done turnAnswer
+		if err := c.expect(ctx, http.MethodPost, "/v1/threads/"+id+"/elicitations/"+eid, answerBody, http.StatusOK, &done); err != nil {
+			return 0, err
+		}
+		if done.Status != "completed" {
+			return 0, fmt.Errorf("resumed turn status %q, want completed", done.Status)
+		}
+		return 0, nil
+	}
+}
+
+// growthWindow is the history window of row 5's server and the page size of
+// its history requests: both threads then hand the same number of messages
+// to the turn and the page, so the ratio shows only what the thread's length
+// costs.
+const growthWindow = 10
+
+// measureGrowth is row 5: turns and history pages on threads of 10 messages
+// against threads of cfg.bigThread messages. Every short-thread turn gets a
+// thread of its own, so each sees exactly 10 messages; the long threads (one
+// per worker, since turns on a thread serialize) grow by a few percent.
+func (b *bench) measureGrowth(ctx context.Context) ([]row, error) {
+	n, conc := b.cfg.requests, b.cfg.concurrency
+	// History is never trimmed here: trimming would add work to the long
+	// threads' turns that a short thread never does.
+	st := b.newRedisStore(store.Options{HistoryMax: b.cfg.bigThread + 2*(n+b.cfg.warmup) + 100})
+	cfg := api.DefaultConfig
+	cfg.HistoryWindow = growthWindow
+	h, err := newChatd(st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := b.serve(h)
+	if err != nil {
+		return nil, err
+	}
+
+	short := make([]string, b.cfg.warmup+n)
+	long := make([]string, conc)
+	longJSON := make([]int, conc)
+	seedLimit := 2 * time.Minute
+	seed := func(ids []string, size int, jsonSizes []int) error {
+		res := runLoad(ctx, loadSpec{requests: len(ids), concurrency: conc, limit: seedLimit},
+			func(ctx context.Context, _, seq int) (time.Duration, error) {
+				ids[seq] = blocks.NewID()
+				size, err := seedThread(ctx, st, ids[seq], size, b.cfg.seedBatch)
+				if jsonSizes != nil {
+					jsonSizes[seq] = size
+				}
+				return 0, err
+			})
+		if res.errors > 0 {
+			return fmt.Errorf("seeding: %d threads failed; first: %w", res.errors, res.firstErr)
+		}
+		if res.done != len(ids) {
+			return fmt.Errorf("seeding: only %d of %d threads within %s", res.done, len(ids), seedLimit)
+		}
+		return ctx.Err()
+	}
+	if err := seed(short, growthWindow, nil); err != nil {
+		return nil, err
+	}
+	if err := seed(long, b.cfg.bigThread, longJSON); err != nil {
+		return nil, err
+	}
+	b.memoryLine, err = b.memoryPerMessage(ctx, long[0], b.cfg.bigThread, longJSON[0])
+	if err != nil {
+		return nil, err
+	}
+
+	// The short threads each take one turn: warm-up on the first ones, the
+	// measured turns on the rest.
+	shortTurn := func(offset int) op {
+		return func(ctx context.Context, _, seq int) (time.Duration, error) {
+			_, err := c.turn(ctx, short[offset+seq], turnBody, "completed")
+			return 0, err
+		}
+	}
+	if err := b.warmup(ctx, shortTurn(0)); err != nil {
+		return nil, err
+	}
+	r5a := runLoad(ctx, b.spec(n), shortTurn(b.cfg.warmup))
+	r5b, err := b.measured(ctx, n, turnOp(c, long))
+	if err != nil {
+		return nil, err
+	}
+	page := func(ids []string) op {
+		return func(ctx context.Context, worker, seq int) (time.Duration, error) {
+			return 0, historyPage(ctx, c, ids[seq%len(ids)], growthWindow)
+		}
+	}
+	r5c, err := b.measured(ctx, n, page(short))
+	if err != nil {
+		return nil, err
+	}
+	r5d, err := b.measured(ctx, n, page(long))
+	if err != nil {
+		return nil, err
+	}
+	big := fmt.Sprintf("%d", b.cfg.bigThread)
+	return []row{
+		{id: "5a", scenario: "echo turn on a 10-message thread, Redis", res: r5a, ratio: 1, ratioIs: "baseline"},
+		{id: "5b", scenario: "echo turn on a " + big + "-message thread, Redis", res: r5b,
+			ratio: ratio(r5a.throughput(), r5b.throughput()), ratioIs: "cost ÷ 5a (req/s of 5a ÷ req/s); goal ≤ 1.2"},
+		{id: "5c", scenario: "history page (10) of a 10-message thread, Redis", res: r5c, ratio: 1, ratioIs: "baseline"},
+		{id: "5d", scenario: "history page (10) of a " + big + "-message thread, Redis", res: r5d,
+			ratio: ratio(r5c.throughput(), r5d.throughput()), ratioIs: "cost ÷ 5c (req/s of 5c ÷ req/s); goal ≤ 1.2"},
+	}, nil
+}
+
+// historyPage gets the newest page of limit messages and checks its size.
+func historyPage(ctx context.Context, c *client, threadID string, limit int) error {
+	var page struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	path := fmt.Sprintf("/v1/threads/%s/messages?limit=%d", threadID, limit)
+	if err := c.expect(ctx, http.MethodGet, path, nil, http.StatusOK, &page); err != nil {
+		return err
+	}
+	if len(page.Messages) != limit {
+		return fmt.Errorf("history page of %d messages, want %d", len(page.Messages), limit)
+	}
+	return nil
+}
+
+// seedThread creates a thread holding n alternating user and assistant
+// messages, committed straight through the store in batches (each under
+// the turn lock, as a turn would), and returns the size of their JSON.
+func seedThread(ctx context.Context, st api.Store, id string, n, batch int) (int, error) {
+	if err := st.CreateThread(ctx, store.Thread{ID: id, Owner: api.AnonymousPrincipal, Processor: "echo"}); err != nil {
+		return 0, err
+	}
+	size := 0
+	for done := 0; done < n; {
+		k := min(batch, n-done)
+		start, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: id, Principal: api.AnonymousPrincipal, LockTTL: time.Minute})
+		if err != nil {
+			return 0, err
+		}
+		msgs := make([]blocks.Message, k)
+		for i := range msgs {
+			role := blocks.RoleUser
+			if (done+i)%2 == 1 {
+				role = blocks.RoleAssistant
+			}
+			msgs[i] = blocks.NewMessage(role, turnText, nil, nil)
+			enc, err := json.Marshal(msgs[i])
+			if err != nil {
+				return 0, err
+			}
+			size += len(enc)
+		}
+		if err := st.CommitTurn(ctx, store.Commit{ThreadID: id, LockToken: start.LockToken, Messages: msgs}); err != nil {
+			return 0, err
+		}
+		done += k
+	}
+	return size, nil
+}
+
+// memoryPerMessage reports what Redis spends on a thread's history: MEMORY
+// USAGE of its message keys (the ordered IDs and the JSON hash) per message,
+// against the messages' JSON size.
+func (b *bench) memoryPerMessage(ctx context.Context, threadID string, messages, jsonBytes int) (string, error) {
+	keys := []string{"chatd:{" + threadID + "}:msgs", "chatd:{" + threadID + "}:msgdata"}
+	total := int64(0)
+	for _, k := range keys {
+		// SAMPLES 0 measures every element, not an estimate.
+		used, err := b.rdb.MemoryUsage(ctx, k, 0).Result()
+		if err != nil {
+			return "", fmt.Errorf("MEMORY USAGE %s: %w", k, err)
+		}
+		if used == 0 {
+			return "", fmt.Errorf("MEMORY USAGE %s: key missing (has the store's key layout changed?)", k)
+		}
+		total += used
+	}
+	perMsg := float64(total) / float64(messages)
+	perJSON := float64(jsonBytes) / float64(messages)
+	return fmt.Sprintf("Redis memory per stored message (MEMORY USAGE of the msgs sorted set + msgdata hash of a %d-message thread): "+
+		"%.0f bytes per message for %.0f bytes of message JSON (%.2f× the JSON)", messages, perMsg, perJSON, ratio(perMsg, perJSON)), nil
+}
