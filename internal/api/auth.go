@@ -137,6 +137,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
+		if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
+			info.principal = principal
+		}
 		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), principal)))
 	})
 }

@@ -13,15 +13,24 @@ import (
 	"github.com/google/uuid"
 )
 
-type requestIDKey struct{}
+type requestInfoKey struct{}
+
+// requestInfo travels in a request's context so the outermost middleware can
+// log what inner ones learn (the principal is known only after auth).
+type requestInfo struct {
+	id        string
+	principal string
+}
 
 // validRequestID accepts a caller's X-Request-ID only when it is short and
 // plain, so it is safe to echo and log.
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		return info.id
+	}
+	return ""
 }
 
 // statusRecorder remembers the status written; Unwrap lets
@@ -63,7 +72,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			id = uuid.NewString()
 		}
 		w.Header().Set("X-Request-ID", id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		info := &requestInfo{id: id}
+		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 		rec := &statusRecorder{ResponseWriter: w}
 
 		defer func() {
@@ -88,8 +98,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				slog.String("method", r.Method),
 				slog.String("route", route),
 				slog.Int("status", status),
-				slog.Duration("duration", elapsed),
-				slog.String("principal", principalFrom(r.Context())))
+				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+				slog.String("principal", info.principal))
 		}()
 		next.ServeHTTP(rec, r)
 	})
