@@ -1,7 +1,8 @@
 // Package redistest starts throwaway redis-server processes for tests: each
 // on a free loopback port, without persistence, in its own temporary
-// directory, stopped when the test ends. Tests never touch a Redis they did
-// not start.
+// directory, stopped when the test ends — a plain server (Start) or a
+// one-node Cluster (StartCluster). Tests never touch a Redis they did not
+// start.
 //
 // When redis-server is not on PATH it is installed with apt-get if the tests
 // run as root on a system that has it; otherwise the test is skipped — except
@@ -14,6 +15,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -30,9 +32,11 @@ const startTimeout = 10 * time.Second
 
 // Server is one redis-server process the tests started.
 type Server struct {
-	bin  string
-	dir  string
-	port int
+	bin     string
+	dir     string
+	port    int
+	cluster bool
+	busPort int // cluster bus port, when cluster
 
 	mu   sync.Mutex
 	proc *process // nil while stopped
@@ -55,8 +59,35 @@ var (
 // ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return start(tb, false)
+}
+
+// StartCluster starts a redis-server in cluster mode that alone serves all
+// 16384 slots: a one-node Cluster, so tests can run a ClusterClient, with its
+// slot routing and CROSSSLOT checks, against a real server.
+func StartCluster(tb testing.TB) *Server {
+	tb.Helper()
+	s := start(tb, true)
+	if _, err := command(s.Addr(), "CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil {
+		tb.Fatalf("redistest: assign cluster slots: %v", err)
+	}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		info, err := command(s.Addr(), "CLUSTER", "INFO")
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: cluster did not become ready: %v %s", err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func start(tb testing.TB, cluster bool) *Server {
+	tb.Helper()
 	bin := findRedis(tb)
-	s := &Server{bin: bin, dir: tb.TempDir()}
+	s := &Server{bin: bin, dir: tb.TempDir(), cluster: cluster}
 	tb.Cleanup(func() { s.stop() })
 
 	var lastErr error
@@ -65,7 +96,7 @@ func Start(tb testing.TB) *Server {
 		if err != nil {
 			tb.Fatalf("redistest: find a free port: %v", err)
 		}
-		s.port = port
+		s.port, s.busPort = port, 0
 		if lastErr = s.start(); lastErr == nil {
 			return s
 		}
@@ -157,14 +188,29 @@ func freePort() (int, error) {
 
 func (s *Server) start() error {
 	log := &syncBuffer{}
-	cmd := exec.Command(s.bin,
+	args := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", s.dir,
 		"--daemonize", "no",
-	)
+	}
+	if s.cluster {
+		// The cluster bus needs a port of its own (by default port+10000,
+		// which may be taken or out of range); nodes.conf in dir keeps the
+		// slot assignment across Restart.
+		if s.busPort == 0 {
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			s.busPort = port
+		}
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(s.busPort))
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
@@ -217,25 +263,53 @@ func (s *Server) stop() {
 	}
 }
 
-// ping sends one PING in the inline protocol and expects +PONG.
+// ping checks that the server at addr answers PING.
 func ping(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	reply, err := command(addr, "PING")
 	if err != nil {
 		return err
+	}
+	if reply != "PONG" {
+		return fmt.Errorf("unexpected reply %q", reply)
+	}
+	return nil
+}
+
+// command sends one command in the inline protocol (arguments must not
+// contain spaces) and returns its status or bulk-string reply.
+func command(addr string, args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
+	if _, err := conn.Write([]byte(strings.Join(args, " ") + "\r\n")); err != nil {
+		return "", err
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
 	if err != nil {
-		return err
+		return "", err
 	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("unexpected reply %q", line)
+	line = strings.TrimRight(line, "\r\n")
+	switch {
+	case strings.HasPrefix(line, "+"):
+		return line[1:], nil
+	case strings.HasPrefix(line, "-"):
+		return "", errors.New(line[1:])
+	case strings.HasPrefix(line, "$"):
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", fmt.Errorf("unexpected reply %q", line)
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
 	}
-	return nil
+	return "", fmt.Errorf("unexpected reply %q", line)
 }
 
 func lastLines(b []byte, n int) string {

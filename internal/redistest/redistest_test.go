@@ -55,3 +55,10 @@ func TestServersAreSeparate(t *testing.T) {
 	assert.NotEqual(t, a.Addr(), b.Addr())
 	assert.NotEqual(t, "127.0.0.1:6379", a.Addr())
 }
+
+func TestStartCluster(t *testing.T) {
+	srv := redistest.StartCluster(t)
+	reply, err := mustPing(t, srv.Addr())
+	require.NoError(t, err)
+	assert.Equal(t, "+PONG", reply)
+}

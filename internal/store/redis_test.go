@@ -308,3 +308,16 @@ func TestOpenRedis(t *testing.T) {
 	th := mustCreateThread(t, st)
 	mustTurn(t, st, th.ID, newTestMessages(1, "x"))
 }
+
+// TestRedisClusterContract runs the contract suite through a ClusterClient
+// on a one-node Cluster: every script must name keys of one slot only, or
+// Redis refuses it with CROSSSLOT.
+func TestRedisClusterContract(t *testing.T) {
+	srv := redistest.StartCluster(t)
+	runContract(t, func(tb testing.TB, opts store.Options) contractStore {
+		tb.Helper()
+		st := store.NewRedis(redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr()}}), opts)
+		tb.Cleanup(func() { _ = st.Close() })
+		return st
+	})
+}
