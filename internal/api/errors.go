@@ -83,7 +83,6 @@ var titles = map[string]string{
 	"processor_failed":       "Processor failed",
 	"internal":               "Internal error",
 	"method_not_allowed":     "Method not allowed",
-	"not_acceptable":         "Not acceptable",
 }
 
 // problemFor turns any error into the problem the client sees.

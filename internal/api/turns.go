@@ -389,7 +389,9 @@ func (s *Server) completeTurn(reqCtx context.Context, job turnJob, proc processo
 			s.release(job.start)
 			return nil, fmt.Errorf("encoding elicitation: %w", err)
 		}
-		expires := time.Now().Add(s.cfg.ElicitationTTL).UTC()
+		// Millisecond precision: the stores keep expiry in milliseconds, and the
+		// TurnResult must show the same instant a later GET of the thread does.
+		expires := time.Now().Add(s.cfg.ElicitationTTL).UTC().Truncate(time.Millisecond)
 		assistant.Meta = withMeta(out.Meta, blocks.MetaElicitationID, out.Pause.Request.ID)
 		if assistant.Text == "" {
 			assistant.Text = out.Pause.Request.Message
