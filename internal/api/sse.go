@@ -8,17 +8,31 @@ import (
 	"time"
 )
 
-// wantsStream reports whether the client asked for Server-Sent Events.
+// wantsStream reports whether the client accepts Server-Sent Events: the
+// Accept header lists text/event-stream with a non-zero quality.
 func wantsStream(r *http.Request) bool {
 	for _, v := range r.Header.Values("Accept") {
 		for _, part := range strings.Split(v, ",") {
-			mediaType, _, _ := strings.Cut(part, ";")
-			if strings.EqualFold(strings.TrimSpace(mediaType), "text/event-stream") {
+			mediaType, params, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mediaType), "text/event-stream") && acceptable(params) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// acceptable reports whether an Accept entry's parameters leave it a
+// quality above zero.
+func acceptable(params string) bool {
+	for _, p := range strings.Split(params, ";") {
+		name, value, _ := strings.Cut(strings.TrimSpace(p), "=")
+		if strings.EqualFold(name, "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			return err == nil && q > 0
+		}
+	}
+	return true
 }
 
 // sseWriteTimeout bounds one write, so a stalled client cannot hold a turn

@@ -177,10 +177,15 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	if err := blocks.ValidateMeta(req.Meta, "_meta"); err != nil {
 		return err
 	}
+	principal := principalFrom(r.Context())
 	if !canonicalID(elicitationID) {
+		// Still answer for the thread first: another principal's thread must
+		// look exactly like a missing one, whatever the elicitation ID.
+		if _, _, err := s.store.GetThread(r.Context(), id, principal); err != nil {
+			return err
+		}
 		return store.ErrElicitationNotFound
 	}
-	principal := principalFrom(r.Context())
 	start, err := s.store.BeginResume(r.Context(), store.BeginResume{
 		ThreadID: id, Principal: principal, ElicitationID: elicitationID,
 		LockTTL: s.cfg.TurnTimeout, Window: s.cfg.HistoryWindow,
