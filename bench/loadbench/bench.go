@@ -107,7 +107,9 @@ func (b *bench) warmup(ctx context.Context, fn op) error {
 	if b.cfg.warmup == 0 {
 		return nil
 	}
-	res := runLoad(ctx, b.spec(b.cfg.warmup), fn)
+	spec := b.spec(b.cfg.warmup)
+	spec.limit /= 4
+	res := runLoad(ctx, spec, fn)
 	if res.errors > 0 {
 		return fmt.Errorf("warm-up: %d failed requests; first: %w", res.errors, res.firstErr)
 	}
@@ -123,27 +125,79 @@ func (b *bench) measured(ctx context.Context, n int, fn op) (loadResult, error) 
 	return res, ctx.Err()
 }
 
-// profiled is measured with a CPU profile of the measured part written to
-// path, when path is set.
-func (b *bench) profiled(ctx context.Context, n int, path string, fn op) (loadResult, error) {
-	if path == "" {
-		return b.measured(ctx, n, fn)
+// compare measures several operations against each other: a warm-up of
+// each, then cfg.rounds rounds in which each runs its share of n operations
+// in turn. Interleaving spreads whatever else the machine is doing over all
+// of them alike, so their ratios are steadier than back-to-back runs.
+func (b *bench) compare(ctx context.Context, n int, ops ...op) ([]loadResult, error) {
+	for _, fn := range ops {
+		if err := b.warmup(ctx, fn); err != nil {
+			return nil, err
+		}
 	}
-	if err := b.warmup(ctx, fn); err != nil {
-		return loadResult{}, err
+	out := make([]loadResult, len(ops))
+	spec := b.spec(0)
+	spec.limit /= time.Duration(b.cfg.rounds)
+	for round := range b.cfg.rounds {
+		share := n / b.cfg.rounds
+		if round == 0 {
+			share += n % b.cfg.rounds
+		}
+		for i, fn := range ops {
+			spec.requests = share
+			out[i] = out[i].merge(runLoad(ctx, spec, fn))
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 	}
-	f, err := os.Create(path)
+	return out, nil
+}
+
+// apiConfig is chatd's default configuration, with the history window of
+// -history-window when it is set.
+func (b *bench) apiConfig() api.Config {
+	cfg := api.DefaultConfig
+	if b.cfg.window >= 0 {
+		cfg.HistoryWindow = b.cfg.window
+	}
+	return cfg
+}
+
+// maybeProfile profiles row id's load when -cpuprofile asks for that row.
+func (b *bench) maybeProfile(ctx context.Context, id string, fn op) error {
+	if b.cfg.cpuProfile == "" || b.cfg.profileRow != id {
+		return nil
+	}
+	if err := b.profile(ctx, fn); err != nil {
+		return fmt.Errorf("row %s: %w", id, err)
+	}
+	return nil
+}
+
+// profile runs fn for cfg.profileFor (at most profileRequests operations)
+// under the CPU profiler, writing the profile to cfg.cpuProfile. It runs
+// after the row it profiles has been measured, so profiling never skews the
+// table, and long enough for the profile to have samples to speak of.
+func (b *bench) profile(ctx context.Context, fn op) error {
+	f, err := os.Create(b.cfg.cpuProfile)
 	if err != nil {
-		return loadResult{}, err
+		return err
 	}
 	defer f.Close()
 	if err := pprof.StartCPUProfile(f); err != nil {
-		return loadResult{}, err
+		return err
 	}
-	res := runLoad(ctx, b.spec(n), fn)
+	res := runLoad(ctx, loadSpec{requests: profileRequests, concurrency: b.cfg.concurrency, limit: b.cfg.profileFor}, fn)
 	pprof.StopCPUProfile()
-	return res, errors.Join(ctx.Err(), f.Close())
+	if res.errors > 0 {
+		return fmt.Errorf("profiled run: %d failed requests; first: %w", res.errors, res.firstErr)
+	}
+	return errors.Join(ctx.Err(), f.Close())
 }
+
+// profileRequests bounds the profiled run in count as well as in time.
+const profileRequests = 200000
 
 // threads creates n threads bound to the echo processor.
 func threads(ctx context.Context, c *client, n int) ([]string, error) {

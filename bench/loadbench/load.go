@@ -113,3 +113,18 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	rank := int(p/100*float64(len(sorted))+0.999999) - 1
 	return sorted[min(max(rank, 0), len(sorted)-1)]
 }
+
+// merge adds the measurements of another run of the same operation.
+func (r loadResult) merge(o loadResult) loadResult {
+	r.done += o.done
+	r.errors += o.errors
+	r.elapsed += o.elapsed
+	r.latency = append(r.latency, o.latency...)
+	r.inner = append(r.inner, o.inner...)
+	slices.Sort(r.latency)
+	slices.Sort(r.inner)
+	if r.firstErr == nil {
+		r.firstErr = o.firstErr
+	}
+	return r
+}

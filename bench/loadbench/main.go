@@ -13,11 +13,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -32,6 +34,10 @@ type config struct {
 	bigThread   int
 	seedBatch   int
 	cpuProfile  string
+	profileFor  time.Duration
+	profileRow  string
+	window      int
+	rounds      int
 	redisBin    string
 }
 
@@ -40,26 +46,35 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
 	fs.IntVar(&cfg.requests, "requests", 3000, "requests per row (a round trip counts as two)")
 	fs.IntVar(&cfg.concurrency, "concurrency", 16, "concurrent clients, each on its own thread")
+	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds the compared rows (1–3, 5a/5b, 5c/5d) are interleaved in")
 	fs.IntVar(&cfg.warmup, "warmup", 300, "unmeasured requests before each row")
 	fs.DurationVar(&cfg.rowLimit, "duration", 10*time.Second, "time bound of each measured row")
 	fs.DurationVar(&cfg.total, "timeout", 4*time.Minute+30*time.Second, "time bound of the whole run")
 	fs.IntVar(&cfg.bigThread, "big-thread", 10000, "messages in the long thread of row 5")
 	fs.IntVar(&cfg.seedBatch, "seed-batch", 500, "messages per store commit when seeding long threads")
-	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the Redis turn row (2) to this file")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "after the row of -profile-row, run its load again under the CPU profiler and write the profile to this file")
+	fs.DurationVar(&cfg.profileFor, "profile-duration", 10*time.Second, "how long the profiled run of -cpuprofile lasts")
+	fs.StringVar(&cfg.profileRow, "profile-row", "2", "the row -cpuprofile profiles: 1, 2, 3, 4 or 6")
+	fs.IntVar(&cfg.window, "history-window", -1, "history window of the servers of rows 1, 2, 4 and 6 (-1: chatd's default), to see what reading it costs")
 	fs.StringVar(&cfg.redisBin, "redis-server", "", "redis-server binary (default: from PATH, installed with apt-get when missing and root)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
-	if cfg.requests < 2 || cfg.concurrency < 1 || cfg.warmup < 0 || cfg.rowLimit <= 0 || cfg.total <= 0 ||
-		cfg.bigThread < 10 || cfg.seedBatch < 1 {
-		return cfg, fmt.Errorf("flags out of range: requests ≥ 2, concurrency ≥ 1, warmup ≥ 0, durations > 0, big-thread ≥ 10, seed-batch ≥ 1")
+	if cfg.requests < 2 || cfg.concurrency < 1 || cfg.rounds < 1 || cfg.rounds > cfg.requests/2 || cfg.warmup < 0 || cfg.rowLimit <= 0 || cfg.total <= 0 ||
+		cfg.bigThread < 10 || cfg.seedBatch < 1 || cfg.profileFor <= 0 || cfg.window < -1 ||
+		!slices.Contains([]string{"1", "2", "3", "4", "6"}, cfg.profileRow) {
+		return cfg, fmt.Errorf("flags out of range: requests ≥ 2, concurrency ≥ 1, 1 ≤ rounds ≤ requests/2, warmup ≥ 0, durations > 0, big-thread ≥ 10, seed-batch ≥ 1, history-window ≥ -1, profile-row one of 1, 2, 3, 4, 6")
 	}
 	return cfg, nil
 }
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadbench:", err)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"chatd/internal/api"
@@ -52,8 +53,9 @@ func ratio(a, b float64) float64 {
 func (b *bench) measure(ctx context.Context) ([]row, error) {
 	n := b.cfg.requests
 
-	// 1: echo turn on the embedded store.
-	memHandler, err := newChatd(store.NewMemory(store.Options{}), api.Config{})
+	// 1: echo turn on the embedded store; 3: the floor, on the same
+	// redis-server as 2: echo turn on Redis. Measured interleaved.
+	memHandler, err := newChatd(store.NewMemory(store.Options{}), b.apiConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -65,28 +67,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("row 1: %w", err)
 	}
-	r1, err := b.measured(ctx, n, turnOp(memC, memThreads))
-	if err != nil {
-		return nil, fmt.Errorf("row 1: %w", err)
-	}
-
-	// 3: the floor, on the same redis-server as row 2.
-	fl := &floor{rdb: b.rdb, ttl: store.DefaultOptions.ThreadTTL}
-	floorC, err := b.serve(fl.routes())
-	if err != nil {
-		return nil, err
-	}
-	floorThreads := make([]string, b.cfg.concurrency)
-	for i := range floorThreads {
-		floorThreads[i] = blocks.NewID()
-	}
-	r3, err := b.measured(ctx, n, turnOp(floorC, floorThreads))
-	if err != nil {
-		return nil, fmt.Errorf("row 3: %w", err)
-	}
-
-	// 2: echo turn on Redis, optionally profiled.
-	redisHandler, err := newChatd(b.newRedisStore(store.Options{}), api.Config{})
+	redisHandler, err := newChatd(b.newRedisStore(store.Options{}), b.apiConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +79,29 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("row 2: %w", err)
 	}
-	r2, err := b.profiled(ctx, n, b.cfg.cpuProfile, turnOp(redisC, redisThreads))
+	fl := &floor{rdb: b.rdb, ttl: store.DefaultOptions.ThreadTTL}
+	floorC, err := b.serve(fl.routes())
 	if err != nil {
-		return nil, fmt.Errorf("row 2: %w", err)
+		return nil, err
+	}
+	floorThreads := make([]string, b.cfg.concurrency)
+	for i := range floorThreads {
+		floorThreads[i] = blocks.NewID()
+	}
+	ops := map[string]op{
+		"1": turnOp(memC, memThreads),
+		"2": turnOp(redisC, redisThreads),
+		"3": turnOp(floorC, floorThreads),
+	}
+	first, err := b.compare(ctx, n, ops["1"], ops["2"], ops["3"])
+	if err != nil {
+		return nil, fmt.Errorf("rows 1–3: %w", err)
+	}
+	r1, r2, r3 := first[0], first[1], first[2]
+	for _, id := range []string{"1", "2", "3"} {
+		if err := b.maybeProfile(ctx, id, ops[id]); err != nil {
+			return nil, err
+		}
 	}
 
 	// 4: elicitation round trips on Redis, each on the worker's own thread.
@@ -112,17 +113,24 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("row 4: %w", err)
 	}
+	if err := b.maybeProfile(ctx, "4", elicitOp(redisC, elicitThreads)); err != nil {
+		return nil, err
+	}
 
 	// 6: streamed turns on Redis.
 	streamThreads, err := threads(ctx, redisC, b.cfg.concurrency)
 	if err != nil {
 		return nil, fmt.Errorf("row 6: %w", err)
 	}
-	r6, err := b.measured(ctx, n, func(ctx context.Context, worker, _ int) (time.Duration, error) {
+	streamOp := func(ctx context.Context, worker, _ int) (time.Duration, error) {
 		return redisC.streamTurn(ctx, streamThreads[worker], streamBody)
-	})
+	}
+	r6, err := b.measured(ctx, n, streamOp)
 	if err != nil {
 		return nil, fmt.Errorf("row 6: %w", err)
+	}
+	if err := b.maybeProfile(ctx, "6", streamOp); err != nil {
+		return nil, err
 	}
 
 	// 5: short against long threads.
@@ -187,7 +195,8 @@ const growthWindow = 10
 // measureGrowth is row 5: turns and history pages on threads of 10 messages
 // against threads of cfg.bigThread messages. Every short-thread turn gets a
 // thread of its own, so each sees exactly 10 messages; the long threads (one
-// per worker, since turns on a thread serialize) grow by a few percent.
+// per worker, since turns on a thread serialize) grow by a few percent. The
+// history pages read the same threads after their turns.
 func (b *bench) measureGrowth(ctx context.Context) ([]row, error) {
 	n, conc := b.cfg.requests, b.cfg.concurrency
 	// History is never trimmed here: trimming would add work to the long
@@ -237,19 +246,17 @@ func (b *bench) measureGrowth(ctx context.Context) ([]row, error) {
 		return nil, err
 	}
 
-	// The short threads each take one turn: warm-up on the first ones, the
-	// measured turns on the rest.
-	shortTurn := func(offset int) op {
-		return func(ctx context.Context, _, seq int) (time.Duration, error) {
-			_, err := c.turn(ctx, short[offset+seq], turnBody, "completed")
-			return 0, err
+	// Every short-thread turn takes the next unused short thread.
+	var nextShort atomic.Int64
+	shortTurn := func(ctx context.Context, _, _ int) (time.Duration, error) {
+		i := int(nextShort.Add(1)) - 1
+		if i >= len(short) {
+			return 0, errors.New("out of short threads")
 		}
+		_, err := c.turn(ctx, short[i], turnBody, "completed")
+		return 0, err
 	}
-	if err := b.warmup(ctx, shortTurn(0)); err != nil {
-		return nil, err
-	}
-	r5a := runLoad(ctx, b.spec(n), shortTurn(b.cfg.warmup))
-	r5b, err := b.measured(ctx, n, turnOp(c, long))
+	turns, err := b.compare(ctx, n, shortTurn, turnOp(c, long))
 	if err != nil {
 		return nil, err
 	}
@@ -258,14 +265,11 @@ func (b *bench) measureGrowth(ctx context.Context) ([]row, error) {
 			return 0, historyPage(ctx, c, ids[seq%len(ids)], growthWindow)
 		}
 	}
-	r5c, err := b.measured(ctx, n, page(short))
+	pages, err := b.compare(ctx, n, page(short), page(long))
 	if err != nil {
 		return nil, err
 	}
-	r5d, err := b.measured(ctx, n, page(long))
-	if err != nil {
-		return nil, err
-	}
+	r5a, r5b, r5c, r5d := turns[0], turns[1], pages[0], pages[1]
 	big := fmt.Sprintf("%d", b.cfg.bigThread)
 	return []row{
 		{id: "5a", scenario: "echo turn on a 10-message thread, Redis", res: r5a, ratio: 1, ratioIs: "baseline"},
