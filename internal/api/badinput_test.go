@@ -128,6 +128,8 @@ func TestBadInput(t *testing.T) {
 			header: http.Header{"Idempotency-Key": {"two words"}}, status: 400, code: "invalid_request"},
 		{name: "turn: idempotency key too long", method: post, path: "/v1/threads/{plain}/turns", body: `{"message":"hi"}`,
 			header: http.Header{"Idempotency-Key": {strings.Repeat("k", 256)}}, status: 400, code: "invalid_request"},
+		{name: "turn: empty idempotency key", method: post, path: "/v1/threads/{plain}/turns", body: `{"message":"hi"}`,
+			header: http.Header{"Idempotency-Key": {""}}, status: 400, code: "invalid_request"},
 		{name: "turn: two idempotency keys", method: post, path: "/v1/threads/{plain}/turns", body: `{"message":"hi"}`,
 			header: http.Header{"Idempotency-Key": {"a", "b"}}, status: 400, code: "invalid_request"},
 		{name: "turn: while pending", method: post, path: "/v1/threads/{paused}/turns", body: `{"message":"hi"}`, status: 409, code: "elicitation_pending"},

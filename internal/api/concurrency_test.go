@@ -116,3 +116,45 @@ func TestConcurrentTurns(t *testing.T) {
 		ts.mustTurn(t, alice, thread, "after")
 	})
 }
+
+// TestInvalidAnswersDoNotConsume sends one valid answer among concurrent
+// invalid ones. An invalid answer leaves the elicitation pending (422), so
+// it must never make the valid one look already answered: the valid answer
+// resumes the turn every time.
+func TestInvalidAnswersDoNotConsume(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		ts := newTestServer(t, withStoreKind(kind))
+		for round := range 5 {
+			thread, eid := mustDemoPause(t, ts, "book")
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			var valid *testResponse
+			invalid := make([]*testResponse, 9)
+			for i := range invalid {
+				wg.Go(func() {
+					<-start
+					invalid[i] = ts.answer(t, alice, thread, eid, map[string]any{"action": "accept", "content": map[string]any{"title": ""}})
+				})
+			}
+			wg.Go(func() {
+				<-start
+				valid = ts.answer(t, alice, thread, eid, map[string]any{"action": "accept", "content": validBooking})
+			})
+			close(start)
+			wg.Wait()
+
+			require.Equal(t, http.StatusOK, valid.Status, "round %d: the valid answer was refused: %s (still pending afterwards: %v)",
+				round, valid.Body, ts.mustThread(t, alice, thread).PendingElicitation != nil)
+			for _, resp := range invalid {
+				// Before the valid answer commits an invalid one is refused
+				// for its content; after, because the elicitation is gone.
+				if resp.Status == http.StatusUnprocessableEntity {
+					mustProblem(t, resp, http.StatusUnprocessableEntity, "validation_failed")
+				} else {
+					mustProblem(t, resp, http.StatusConflict, "elicitation_consumed")
+				}
+			}
+			assert.Len(t, ts.mustHistory(t, alice, thread), 4)
+		}
+	})
+}

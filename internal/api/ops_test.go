@@ -42,15 +42,20 @@ func TestOps(t *testing.T) {
 	assert.Equal(t, "demo", mustDecode[wireThread](t, resp.Body).Processor)
 
 	thread := ts.mustCreateThread(t, alice, "echo")
+	created := ts.mustThread(t, alice, thread)
 	ts.mustTurn(t, alice, thread, "hi")
-	mustDemoPause(t, ts, "delete")
+	assert.True(t, ts.mustThread(t, alice, thread).UpdatedAt.After(created.UpdatedAt), "a turn refreshes updated_at")
+	paused, eid := mustDemoPause(t, ts, "delete")
+	ts.mustAnswer(t, alice, paused, eid, map[string]any{"action": "decline"})
 	resp = ts.do(t, testRequest{method: http.MethodGet, path: "/metrics"})
 	mustStatus(t, resp, http.StatusOK)
 	metrics := string(resp.Body)
 	for _, want := range []string{
 		`chatd_turns_total{processor="echo",status="completed"} 1`,
 		`chatd_turns_total{processor="demo",status="input_required"} 1`,
+		`chatd_turns_total{processor="demo",status="completed"} 1`,
 		`chatd_elicitations_total{event="created",processor="demo"} 1`,
+		`chatd_elicitations_total{event="declined",processor="demo"} 1`,
 		`chatd_http_request_duration_seconds_count{code="200",method="POST",route="/v1/threads/{thread_id}/turns"}`,
 		`chatd_http_request_duration_seconds_bucket{code="201",method="POST",route="/v1/threads",le="+Inf"}`,
 		`chatd_store_errors_total 0`,
