@@ -30,11 +30,13 @@ func TestBadInput(t *testing.T) {
 	ts.mustTurn(t, alice, plain, "hello")
 	paused := ts.mustCreateThread(t, alice, "echo")
 	ts.mustTurn(t, alice, paused, "hello")
-	eid := ts.mustPause(t, alice, paused, profileForm).Elicitation.id()
+	pause := ts.mustPause(t, alice, paused, profileForm)
+	eid := pause.Elicitation.id()
 	unknown := uuid.NewString()
 
 	expand := func(path string) string {
-		return strings.NewReplacer("{plain}", plain, "{paused}", paused, "{eid}", eid, "{unknown}", unknown).Replace(path)
+		return strings.NewReplacer("{plain}", plain, "{paused}", paused, "{eid}", eid, "{unknown}", unknown,
+			"{pausedMsg}", pause.Message.ID).Replace(path)
 	}
 	oversized := `{"message":"` + strings.Repeat("x", badInputMaxBody) + `"}`
 
@@ -148,6 +150,7 @@ func TestBadInput(t *testing.T) {
 		{name: "history: malformed before", method: get, path: "/v1/threads/{plain}/messages?before=abc", status: 400, code: "invalid_request"},
 		{name: "history: unknown before", method: get, path: "/v1/threads/{plain}/messages?before={unknown}", status: 400, code: "invalid_request"},
 		{name: "history: another thread's message", method: get, path: "/v1/threads/{plain}/messages?before=" + "{eid}", status: 400, code: "invalid_request"},
+		{name: "history: a message of another thread", method: get, path: "/v1/threads/{plain}/messages?before={pausedMsg}", status: 400, code: "invalid_request"},
 		{name: "history: malformed thread id", method: get, path: "/v1/threads/nope/messages", status: 404, code: "not_found"},
 		{name: "history: another principal's", method: get, path: "/v1/threads/{plain}/messages", as: bob, status: 404, code: "not_found"},
 
@@ -190,6 +193,7 @@ func TestBadInput(t *testing.T) {
 		// Routing.
 		{name: "unknown route", method: get, path: "/v1/nothing", status: 404, code: "not_found"},
 		{name: "unknown root route", method: get, path: "/admin", status: 404, code: "not_found"},
+		{name: "no thread listing", method: get, path: "/v1/threads", status: 405, code: "method_not_allowed"},
 		{name: "wrong method on threads", method: http.MethodPut, path: "/v1/threads", body: `{}`, status: 405, code: "method_not_allowed"},
 		{name: "wrong method on a thread", method: http.MethodPatch, path: "/v1/threads/{plain}", body: `{}`, status: 405, code: "method_not_allowed"},
 		{name: "wrong method on turns", method: get, path: "/v1/threads/{plain}/turns", status: 405, code: "method_not_allowed"},

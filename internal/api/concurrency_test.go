@@ -1,14 +1,18 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"chatd/internal/api"
 	"chatd/internal/redistest"
+	"chatd/internal/store"
 )
 
 // TestTwoInstances runs two chatd servers, each with its own Redis client, on
@@ -156,5 +160,30 @@ func TestInvalidAnswersDoNotConsume(t *testing.T) {
 			}
 			assert.Len(t, ts.mustHistory(t, alice, thread), 4)
 		}
+	})
+}
+
+// TestAbandonedLockExpires plays an instance that began a turn and died
+// before committing it: the thread is busy until the turn timeout, then
+// takes turns again.
+func TestAbandonedLockExpires(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		const turnTimeout = 300 * time.Millisecond
+		ts := newTestServer(t, withStoreKind(kind), withConfig(func(c *api.Config) { c.TurnTimeout = turnTimeout }))
+		thread := ts.mustCreateThread(t, alice, "echo")
+		_, err := ts.store.BeginTurn(context.Background(), store.BeginTurn{ThreadID: thread, Principal: alice, LockTTL: turnTimeout})
+		require.NoError(t, err)
+
+		mustProblem(t, ts.postTurn(t, alice, thread, "hi"), http.StatusConflict, "thread_busy")
+		waitFor(t, "the dead instance's lock to expire", func() bool {
+			resp := ts.postTurn(t, alice, thread, "hi")
+			if resp.Status == http.StatusConflict {
+				mustProblem(t, resp, http.StatusConflict, "thread_busy")
+				return false
+			}
+			mustStatus(t, resp, http.StatusOK)
+			return true
+		})
+		assert.Len(t, ts.mustHistory(t, alice, thread), 2)
 	})
 }

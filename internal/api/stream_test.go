@@ -215,6 +215,19 @@ func TestStream(t *testing.T) {
 			assert.Len(t, ts.mustHistory(t, alice, thread), 2)
 		})
 
+		t.Run("thread deleted mid-turn", func(t *testing.T) {
+			thread := ts.mustCreateThread(t, alice, "echo")
+			st := ts.streamTurn(t, alice, thread, "/slow 100 a b c")
+			require.Equal(t, "message.start", st.nextEvent().event)
+			mustStatus(t, ts.do(t, testRequest{method: http.MethodDelete, path: "/v1/threads/" + thread, as: alice}), http.StatusNoContent)
+			rest := eventsOnly(st.readAll())
+			require.NotEmpty(t, rest)
+			last := rest[len(rest)-1]
+			require.Equal(t, "error", last.event, "a turn on a deleted thread cannot complete")
+			assert.Equal(t, "not_found", mustDecode[wireProblem](t, last.data).Code)
+			mustProblem(t, ts.do(t, testRequest{method: http.MethodGet, path: "/v1/threads/" + thread, as: alice}), http.StatusNotFound, "not_found")
+		})
+
 		t.Run("disconnect keeps the turn", func(t *testing.T) {
 			thread := ts.mustCreateThread(t, alice, "echo")
 			st := ts.streamTurn(t, alice, thread, "/slow 100 a b c d e")
