@@ -64,11 +64,15 @@ func run(ctx context.Context, logOut io.Writer) error {
 	}
 	defer st.Close()
 
+	heartbeat := cfg.HeartbeatEvery
+	if heartbeat == 0 {
+		heartbeat = -1 // CHATD_SSE_HEARTBEAT=0 disables heartbeats
+	}
 	server := api.NewServer(api.Deps{
 		Store: st, Processors: registry, Auth: auth, Logger: logger, Metrics: api.NewMetrics(),
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
-			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: cfg.HeartbeatEvery,
+			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat,
 		},
 	})
 	httpServer := &http.Server{

@@ -43,10 +43,12 @@ type Store interface {
 
 // Config holds the API's tunables; cmd/chatd fills it from the environment.
 type Config struct {
-	ElicitationTTL    time.Duration
-	TurnTimeout       time.Duration
-	HistoryWindow     int
-	MaxBodyBytes      int64
+	ElicitationTTL time.Duration
+	TurnTimeout    time.Duration
+	HistoryWindow  int
+	MaxBodyBytes   int64
+	// HeartbeatInterval spaces the comment heartbeats of idle streams; a
+	// negative value disables them.
 	HeartbeatInterval time.Duration
 }
 
@@ -57,6 +59,28 @@ var DefaultConfig = Config{
 	HistoryWindow:     50,
 	MaxBodyBytes:      1 << 20,
 	HeartbeatInterval: 15 * time.Second,
+}
+
+// withDefaults fills each unset (zero) field from DefaultConfig, so a
+// partial Config never means "no body allowed" or "no time to answer".
+func (c Config) withDefaults() Config {
+	d := DefaultConfig
+	if c.ElicitationTTL <= 0 {
+		c.ElicitationTTL = d.ElicitationTTL
+	}
+	if c.TurnTimeout <= 0 {
+		c.TurnTimeout = d.TurnTimeout
+	}
+	if c.HistoryWindow <= 0 {
+		c.HistoryWindow = d.HistoryWindow
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = d.HeartbeatInterval
+	}
+	return c
 }
 
 // Deps are what a Server is built from.
@@ -104,9 +128,7 @@ func NewServer(d Deps) *Server {
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
-	if s.cfg == (Config{}) {
-		s.cfg = DefaultConfig
-	}
+	s.cfg = s.cfg.withDefaults()
 	s.handler = s.routes()
 	return s
 }
@@ -148,8 +170,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		body = []byte(`{"type":"urn:chatd:problem:internal","title":"Internal error","status":500,"detail":"internal error","code":"internal"}`)
 		p.Status = http.StatusInternalServerError
 	}
-	if p.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", s.auth.Challenge())
+	if challenge := s.auth.Challenge(); p.Status == http.StatusUnauthorized && challenge != "" {
+		w.Header().Set("WWW-Authenticate", challenge)
 	}
 	writeBody(w, p.Status, problemType, body)
 }

@@ -178,13 +178,22 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	principal := principalFrom(r.Context())
+	result := elicit.Result{Action: req.Action, Content: req.Content}
+	// Validate before claiming: a claim excludes every other answer while it
+	// is held, so an invalid answer must be refused without taking one. This
+	// read also answers for the thread first, so another principal's thread
+	// looks exactly like a missing one whatever the elicitation ID.
+	_, pending, err := s.store.GetThread(r.Context(), id, principal)
+	if err != nil {
+		return err
+	}
 	if !canonicalID(elicitationID) {
-		// Still answer for the thread first: another principal's thread must
-		// look exactly like a missing one, whatever the elicitation ID.
-		if _, _, err := s.store.GetThread(r.Context(), id, principal); err != nil {
+		return store.ErrElicitationNotFound
+	}
+	if pending != nil && pending.ElicitationID == elicitationID {
+		if err := validateAnswer(pending.Request, result); err != nil {
 			return err
 		}
-		return store.ErrElicitationNotFound
 	}
 	start, err := s.store.BeginResume(r.Context(), store.BeginResume{
 		ThreadID: id, Principal: principal, ElicitationID: elicitationID,
@@ -196,13 +205,11 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	request, err := elicit.DecodeRequest(start.Pending.Request)
+	// An elicitation's request never changes, but the claim may have found it
+	// pending where the first read did not (it was being answered then and
+	// that answer failed), so it is checked again under the claim.
+	request, err := decodeAndValidate(start.Pending.Request, result)
 	if err != nil {
-		s.release(start)
-		return fmt.Errorf("stored elicitation %s does not decode: %w", elicitationID, err)
-	}
-	result := elicit.Result{Action: req.Action, Content: req.Content}
-	if err := request.Validate(result); err != nil {
 		s.release(start)
 		return err
 	}
@@ -218,6 +225,23 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 			Request: request, Result: result, State: start.Pending.State,
 		}},
 	})
+}
+
+// validateAnswer checks an answer against the stored request it answers.
+func validateAnswer(storedRequest []byte, result elicit.Result) error {
+	_, err := decodeAndValidate(storedRequest, result)
+	return err
+}
+
+func decodeAndValidate(storedRequest []byte, result elicit.Result) (*elicit.Request, error) {
+	request, err := elicit.DecodeRequest(storedRequest)
+	if err != nil {
+		return nil, fmt.Errorf("stored elicitation does not decode: %w", err)
+	}
+	if err := request.Validate(result); err != nil {
+		return nil, err
+	}
+	return request, nil
 }
 
 // countExpired records an expiry. Redis expires pending state silently, so

@@ -52,9 +52,9 @@ func (*Processor) Process(ctx context.Context, in processor.Input, emit processo
 	directive, arg, _ := strings.Cut(text, " ")
 	switch directive {
 	case "/blocks":
-		return blocksReply(arg), nil
+		return emitted(blocksReply(arg), emit), nil
 	case "/elicit":
-		return elicitReply(arg), nil
+		return emitted(elicitReply(arg), emit), nil
 	case "/slow":
 		return slowReply(ctx, arg, emit)
 	case "/fail":
@@ -64,6 +64,15 @@ func (*Processor) Process(ctx context.Context, in processor.Input, emit processo
 		emit(processor.Delta{Text: text})
 	}
 	return processor.Output{Text: text, Blocks: in.Message.ContentBlocks}, nil
+}
+
+// emitted streams out's whole text as one delta, so a streaming client's
+// deltas always add up to the reply text.
+func emitted(out processor.Output, emit processor.Emit) processor.Output {
+	if out.Text != "" {
+		emit(processor.Delta{Text: out.Text})
+	}
+	return out
 }
 
 func blocksReply(arg string) processor.Output {
