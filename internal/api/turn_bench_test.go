@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -23,31 +24,33 @@ import (
 //	go test -run '^$' -bench BenchmarkTurn -benchmem ./internal/api
 //
 // The thread keeps growing, so after the first turns every turn reads a full
-// history window; "no-window" sets the window to 0 and shows what reading
-// it costs.
+// history window; "no-window" asks the store for none (the API's window
+// cannot be set below 1) and shows what reading it costs.
 func BenchmarkTurn(b *testing.B) {
 	plain := []byte(`{"message":"Could you summarise the three main points of the article about loopback benchmarks and tell me which one matters most?"}`)
 	withBlocks := []byte(`{"message":"Here are two sources.","content_blocks":[` +
 		`{"type":"text","text":"See the attached report."},` +
 		`{"type":"resource_link","uri":"https://example.com/report.pdf","name":"report.pdf","mimeType":"application/pdf","annotations":{"audience":["user"],"priority":0.5}}]}`)
-	noWindow := api.DefaultConfig
-	noWindow.HistoryWindow = 0
 	tests := []struct {
-		name string
-		body []byte
-		cfg  api.Config
+		name     string
+		body     []byte
+		noWindow bool
 	}{
-		{name: "plain", body: plain, cfg: api.DefaultConfig},
-		{name: "blocks", body: withBlocks, cfg: api.DefaultConfig},
-		{name: "plain-no-window", body: plain, cfg: noWindow},
+		{name: "plain", body: plain},
+		{name: "blocks", body: withBlocks},
+		{name: "plain-no-window", body: plain, noWindow: true},
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
-			h := newBenchHandler(b, tt.cfg)
+			var st api.Store = store.NewMemory(store.Options{})
+			if tt.noWindow {
+				st = benchNoWindowStore{st}
+			}
+			h := newBenchHandler(b, st)
 			path := "/v1/threads/" + mustBenchThread(b, h) + "/turns"
 			// Fill the history window first, so every measured turn reads a
 			// full window as on a thread in use.
-			for range tt.cfg.HistoryWindow/2 + 1 {
+			for range api.DefaultConfig.HistoryWindow/2 + 1 {
 				mustBenchTurn(b, h, path, tt.body)
 			}
 			b.ReportAllocs()
@@ -58,13 +61,22 @@ func BenchmarkTurn(b *testing.B) {
 	}
 }
 
-// newBenchHandler returns chatd on a fresh embedded store with the echo
-// processor and no authentication.
-func newBenchHandler(tb testing.TB, cfg api.Config) http.Handler {
+// newBenchHandler returns chatd on st with the echo processor, the default
+// configuration and no authentication.
+func newBenchHandler(tb testing.TB, st api.Store) http.Handler {
 	tb.Helper()
 	reg, err := processor.NewRegistry(map[string]processor.Processor{"echo": echo.New()}, "echo")
 	require.NoError(tb, err)
-	return api.NewServer(api.Deps{Store: store.NewMemory(store.Options{}), Processors: reg, Auth: api.AnonymousAuth{}, Config: cfg})
+	return api.NewServer(api.Deps{Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: api.DefaultConfig})
+}
+
+// benchNoWindowStore begins turns without reading any history, as if no
+// processor ever asked for it.
+type benchNoWindowStore struct{ api.Store }
+
+func (s benchNoWindowStore) BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnStart, error) {
+	b.Window = 0
+	return s.Store.BeginTurn(ctx, b)
 }
 
 // mustBenchThread creates an echo thread and returns its ID.
