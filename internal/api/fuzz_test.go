@@ -1,0 +1,56 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+
+	"chatd/internal/blocks"
+)
+
+// FuzzParseTurnRequest feeds arbitrary bodies to the turn decoder: it must
+// never panic, must refuse with a client error (400 or 422) rather than
+// anything else, and what it accepts must encode as a valid message.
+func FuzzParseTurnRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"message":"hi"}`,
+		`{"message":"","content_blocks":[{"type":"text","text":""}]}`,
+		`{"message":"x","content_blocks":[{"type":"image","data":"aGk=","mimeType":"image/png","annotations":{"priority":0}}],"_meta":{"acme.com/x":1}}`,
+		`{"message":"x","content_blocks":"nope"}`,
+		`{"message":"x","_meta":{"bad key":1}}`,
+		`{"message":1}`,
+		`{"message":"x"} trailing`,
+		`{"message":"x","extra":true}`,
+		`[]`,
+		`null`,
+		`{"message":"x","content_blocks":[{"type":"resource","resource":{"uri":"u","text":"t","blob":"aGk="}}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		msg, err := parseTurnRequest(body)
+		if err != nil {
+			p := problemFor(err)
+			if p.Status != http.StatusBadRequest && p.Status != http.StatusUnprocessableEntity {
+				t.Fatalf("body %q: status %d (%s), want 400 or 422", body, p.Status, err)
+			}
+			var verr *blocks.ValidationError
+			if p.Status == http.StatusUnprocessableEntity && (!errors.As(err, &verr) || len(p.Errors) == 0) {
+				t.Fatalf("body %q: 422 without field errors", body)
+			}
+			return
+		}
+		if msg.Text == "" && len(msg.ContentBlocks) == 0 {
+			t.Fatalf("body %q: accepted an empty message", body)
+		}
+		encoded, err := json.Marshal(msg)
+		if err != nil {
+			t.Fatalf("body %q: accepted message does not encode: %v", body, err)
+		}
+		var back blocks.Message
+		if err := json.Unmarshal(encoded, &back); err != nil {
+			t.Fatalf("body %q: accepted message does not decode again: %v", body, err)
+		}
+	})
+}
