@@ -55,7 +55,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "after the row of -profile-row, run its load again under the CPU profiler and write the profile to this file")
 	fs.DurationVar(&cfg.profileFor, "profile-duration", 10*time.Second, "how long the profiled run of -cpuprofile lasts")
 	fs.StringVar(&cfg.profileRow, "profile-row", "2", "the row -cpuprofile profiles: 1, 2, 3, 4 or 6")
-	fs.IntVar(&cfg.window, "history-window", -1, "history window of the servers of rows 1, 2, 4 and 6 (-1: chatd's default), to see what reading it costs")
+	fs.IntVar(&cfg.window, "history-window", -1, "history window of the servers of rows 1, 2, 4 and 6 (-1: chatd's default; 0: read no history), to see what reading it costs")
 	fs.StringVar(&cfg.redisBin, "redis-server", "", "redis-server binary (default: from PATH, installed with apt-get when missing and root)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
