@@ -155,36 +155,13 @@ func (b *bench) compare(ctx context.Context, n int, ops ...op) ([]loadResult, er
 }
 
 // apiConfig is chatd's default configuration, with the history window of
-// -history-window when it is positive.
+// -history-window when it is set (0: processors get no history).
 func (b *bench) apiConfig() api.Config {
 	cfg := api.DefaultConfig
-	if b.cfg.window > 0 {
+	if b.cfg.window >= 0 {
 		cfg.HistoryWindow = b.cfg.window
 	}
 	return cfg
-}
-
-// windowed returns st as rows 1, 2, 4 and 6 use it: with -history-window 0
-// it begins turns without reading any history (chatd's own window cannot go
-// below 1), showing what a turn costs when no history is read.
-func (b *bench) windowed(st api.Store) api.Store {
-	if b.cfg.window == 0 {
-		return noWindowStore{st}
-	}
-	return st
-}
-
-// noWindowStore begins turns and resumes without reading history.
-type noWindowStore struct{ api.Store }
-
-func (s noWindowStore) BeginTurn(ctx context.Context, t store.BeginTurn) (store.TurnStart, error) {
-	t.Window = 0
-	return s.Store.BeginTurn(ctx, t)
-}
-
-func (s noWindowStore) BeginResume(ctx context.Context, r store.BeginResume) (store.TurnStart, error) {
-	r.Window = 0
-	return s.Store.BeginResume(ctx, r)
 }
 
 // windowText describes the history window of rows 1, 2, 4 and 6.

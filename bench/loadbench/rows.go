@@ -55,7 +55,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 
 	// 1: echo turn on the embedded store; 3: the floor, on the same
 	// redis-server as 2: echo turn on Redis. Measured interleaved.
-	memHandler, err := newChatd(b.windowed(store.NewMemory(store.Options{})), b.apiConfig())
+	memHandler, err := newChatd(store.NewMemory(store.Options{}), b.apiConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("row 1: %w", err)
 	}
-	redisHandler, err := newChatd(b.windowed(b.newRedisStore(store.Options{})), b.apiConfig())
+	redisHandler, err := newChatd(b.newRedisStore(store.Options{}), b.apiConfig())
 	if err != nil {
 		return nil, err
 	}

@@ -61,8 +61,9 @@ var DefaultConfig = Config{
 	HeartbeatInterval: 15 * time.Second,
 }
 
-// withDefaults fills each unset (zero) field from DefaultConfig, so a
-// partial Config never means "no body allowed" or "no time to answer".
+// withDefaults fills unset (zero) fields from DefaultConfig, so a partial
+// Config never means "no body allowed" or "no time to answer". A zero
+// HistoryWindow is kept: it means processors get no history.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig
 	if c.ElicitationTTL <= 0 {
@@ -70,9 +71,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TurnTimeout <= 0 {
 		c.TurnTimeout = d.TurnTimeout
-	}
-	if c.HistoryWindow <= 0 {
-		c.HistoryWindow = d.HistoryWindow
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes

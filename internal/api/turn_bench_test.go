@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -24,8 +23,7 @@ import (
 //	go test -run '^$' -bench BenchmarkTurn -benchmem ./internal/api
 //
 // The thread keeps growing, so after the first turns every turn reads a full
-// history window; "no-window" asks the store for none (the API's window
-// cannot be set below 1) and shows what reading it costs.
+// history window; "no-window" configures none and shows what reading it costs.
 func BenchmarkTurn(b *testing.B) {
 	plain := []byte(`{"message":"Could you summarise the three main points of the article about loopback benchmarks and tell me which one matters most?"}`)
 	withBlocks := []byte(`{"message":"Here are two sources.","content_blocks":[` +
@@ -42,11 +40,11 @@ func BenchmarkTurn(b *testing.B) {
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
-			var st api.Store = store.NewMemory(store.Options{})
+			cfg := api.DefaultConfig
 			if tt.noWindow {
-				st = benchNoWindowStore{st}
+				cfg.HistoryWindow = 0
 			}
-			h := newBenchHandler(b, st)
+			h := newBenchHandler(b, store.NewMemory(store.Options{}), cfg)
 			path := "/v1/threads/" + mustBenchThread(b, h) + "/turns"
 			// Fill the history window first, so every measured turn reads a
 			// full window as on a thread in use.
@@ -61,22 +59,13 @@ func BenchmarkTurn(b *testing.B) {
 	}
 }
 
-// newBenchHandler returns chatd on st with the echo processor, the default
-// configuration and no authentication.
-func newBenchHandler(tb testing.TB, st api.Store) http.Handler {
+// newBenchHandler returns chatd on st with the echo processor, cfg and no
+// authentication.
+func newBenchHandler(tb testing.TB, st api.Store, cfg api.Config) http.Handler {
 	tb.Helper()
 	reg, err := processor.NewRegistry(map[string]processor.Processor{"echo": echo.New()}, "echo")
 	require.NoError(tb, err)
-	return api.NewServer(api.Deps{Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: api.DefaultConfig})
-}
-
-// benchNoWindowStore begins turns without reading any history, as if no
-// processor ever asked for it.
-type benchNoWindowStore struct{ api.Store }
-
-func (s benchNoWindowStore) BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnStart, error) {
-	b.Window = 0
-	return s.Store.BeginTurn(ctx, b)
+	return api.NewServer(api.Deps{Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: cfg})
 }
 
 // mustBenchThread creates an echo thread and returns its ID.

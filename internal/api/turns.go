@@ -190,8 +190,11 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	if !canonicalID(elicitationID) {
 		return store.ErrElicitationNotFound
 	}
+	// An elicitation's request never changes, so the request validated here
+	// is the one the claim below finds.
+	var request *elicit.Request
 	if pending != nil && pending.ElicitationID == elicitationID {
-		if err := validateAnswer(pending.Request, result); err != nil {
+		if request, err = decodeAndValidate(pending.Request, result); err != nil {
 			return err
 		}
 	}
@@ -205,13 +208,13 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// An elicitation's request never changes, but the claim may have found it
-	// pending where the first read did not (it was being answered then and
-	// that answer failed), so it is checked again under the claim.
-	request, err := decodeAndValidate(start.Pending.Request, result)
-	if err != nil {
-		s.release(start)
-		return err
+	if request == nil {
+		// The claim found it pending where the read did not: another answer
+		// was being processed then and has failed since.
+		if request, err = decodeAndValidate(start.Pending.Request, result); err != nil {
+			s.release(start)
+			return err
+		}
 	}
 	userMsg := blocks.NewMessage(blocks.RoleUser, describeAnswer(result), nil, map[string]any{
 		blocks.MetaElicitationResult: answerRecord(elicitationID, result),
@@ -227,12 +230,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// validateAnswer checks an answer against the stored request it answers.
-func validateAnswer(storedRequest []byte, result elicit.Result) error {
-	_, err := decodeAndValidate(storedRequest, result)
-	return err
-}
-
+// decodeAndValidate checks an answer against the stored request it answers.
 func decodeAndValidate(storedRequest []byte, result elicit.Result) (*elicit.Request, error) {
 	request, err := elicit.DecodeRequest(storedRequest)
 	if err != nil {

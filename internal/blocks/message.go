@@ -1,6 +1,8 @@
 package blocks
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,4 +56,21 @@ func (m Message) Blocks() []ContentBlock { return m.ContentBlocks }
 func (m Message) MetaValue(key string) (any, bool) {
 	v, ok := m.Meta[key]
 	return v, ok
+}
+
+// EncodedMessages are messages in their stored JSON form, oldest first. The
+// store hands a turn's history window over encoded: decoding is most of a
+// turn's own cost, and many processors never read the window. Decode it when
+// it is needed; the bytes are shared and must not be modified.
+type EncodedMessages [][]byte
+
+// Decode returns the messages.
+func (e EncodedMessages) Decode() ([]Message, error) {
+	out := make([]Message, len(e))
+	for i, data := range e {
+		if err := json.Unmarshal(data, &out[i]); err != nil {
+			return nil, fmt.Errorf("message %d of %d: %w", i+1, len(e), err)
+		}
+	}
+	return out, nil
 }

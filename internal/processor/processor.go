@@ -49,8 +49,10 @@ type Input struct {
 	ThreadID  string
 	Principal string
 	// History is the most recent messages of the thread, oldest first, not
-	// including Message.
-	History []blocks.Message
+	// including Message, still encoded: call History.Decode when the
+	// processor needs them (many turns never do, and decoding is most of a
+	// turn's own cost).
+	History blocks.EncodedMessages
 	// Message is the user's new message on a plain turn.
 	Message *blocks.Message
 	// Resume is set when the turn answers the processor's elicitation.

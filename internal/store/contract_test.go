@@ -207,6 +207,13 @@ func messageTexts(msgs []blocks.Message) []string {
 	return out
 }
 
+func mustDecode(tb testing.TB, enc blocks.EncodedMessages) []blocks.Message {
+	tb.Helper()
+	msgs, err := enc.Decode()
+	require.NoError(tb, err)
+	return msgs
+}
+
 func messageIDs(msgs []blocks.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -311,8 +318,8 @@ func testWindow(t *testing.T, newStore newStoreFunc) {
 		t.Run(fmt.Sprint(tt.window), func(t *testing.T) {
 			ts := mustBegin(t, st, th.ID, tt.window)
 			defer func() { require.NoError(t, st.Release(context.Background(), th.ID, ts.LockToken)) }()
-			assert.Equal(t, messageIDs(tt.want), messageIDs(ts.History))
-			assert.Equal(t, messageTexts(tt.want), messageTexts(ts.History))
+			assert.Equal(t, messageIDs(tt.want), messageIDs(mustDecode(t, ts.History)))
+			assert.Equal(t, messageTexts(tt.want), messageTexts(mustDecode(t, ts.History)))
 			assert.Equal(t, th.ID, ts.Thread.ID)
 			assert.Nil(t, ts.Replay)
 			assert.Nil(t, ts.Pending)
@@ -618,7 +625,7 @@ func testResumeOutcomes(t *testing.T, newStore newStoreFunc) {
 	claim, err := resume(p.ElicitationID)
 	require.NoError(t, err)
 	assertSamePending(t, p, claim.Pending)
-	assert.Equal(t, []string{"ask-0", "ask-1"}, messageTexts(claim.History))
+	assert.Equal(t, []string{"ask-0", "ask-1"}, messageTexts(mustDecode(t, claim.History)))
 	assert.NotEmpty(t, claim.LockToken)
 
 	_, err = resume(p.ElicitationID)

@@ -109,10 +109,14 @@ func (th *memThread) livePending(now time.Time) []byte {
 	return nil
 }
 
-// window returns the newest n messages, oldest first.
-func (th *memThread) window(n int) ([]blocks.Message, error) {
-	n = min(n, len(th.msgs))
-	return decodeAll(th.msgs[len(th.msgs)-n:])
+// window returns the newest n messages, oldest first, encoded.
+func (th *memThread) window(n int) blocks.EncodedMessages {
+	n = min(max(n, 0), len(th.msgs))
+	out := make(blocks.EncodedMessages, n)
+	for i, e := range th.msgs[len(th.msgs)-n:] {
+		out[i] = e.data
+	}
+	return out
 }
 
 func decodeAll(enc []encodedMessage) ([]blocks.Message, error) {
@@ -228,15 +232,11 @@ func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) 
 		}
 		return TurnStart{}, &PendingError{Pending: *pending}
 	}
-	history, err := th.window(b.Window)
-	if err != nil {
-		return TurnStart{}, err
-	}
 	token, err := th.lock(b.LockTTL, "", now)
 	if err != nil {
 		return TurnStart{}, err
 	}
-	return TurnStart{Thread: th.thread, LockToken: token, History: history}, nil
+	return TurnStart{Thread: th.thread, LockToken: token, History: th.window(b.Window)}, nil
 }
 
 // BeginResume starts the turn that answers elicitation b.ElicitationID by
@@ -264,15 +264,11 @@ func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, err
 		if err != nil {
 			return TurnStart{}, err
 		}
-		history, err := th.window(b.Window)
-		if err != nil {
-			return TurnStart{}, err
-		}
 		token, err := th.lock(b.LockTTL, b.ElicitationID, now)
 		if err != nil {
 			return TurnStart{}, err
 		}
-		return TurnStart{Thread: th.thread, LockToken: token, History: history, Pending: pending}, nil
+		return TurnStart{Thread: th.thread, LockToken: token, History: th.window(b.Window), Pending: pending}, nil
 	}
 	return TurnStart{}, elicitationStateError(b.ElicitationID, th.elicitations[b.ElicitationID])
 }

@@ -241,6 +241,19 @@ func messagesFromReply(data []any) ([]blocks.Message, error) {
 	return out, nil
 }
 
+// encodedFromReply collects message JSON from a script reply, undecoded.
+func encodedFromReply(data []any) (blocks.EncodedMessages, error) {
+	out := make(blocks.EncodedMessages, len(data))
+	for i, v := range data {
+		s, ok := replyString(v)
+		if !ok {
+			return nil, errors.New("store: message id without message data")
+		}
+		out[i] = []byte(s)
+	}
+	return out, nil
+}
+
 func pendingFromReply(v any) (*Pending, error) {
 	s, ok := replyString(v)
 	if !ok {
@@ -365,7 +378,7 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 		if err != nil {
 			return TurnStart{}, err
 		}
-		history, err := messagesFromReply(data[4:])
+		history, err := encodedFromReply(data[4:])
 		if err != nil {
 			return TurnStart{}, err
 		}
@@ -412,7 +425,7 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 		if err != nil {
 			return TurnStart{}, err
 		}
-		history, err := messagesFromReply(data[5:])
+		history, err := encodedFromReply(data[5:])
 		if err != nil {
 			return TurnStart{}, err
 		}

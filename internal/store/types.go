@@ -110,7 +110,7 @@ type BeginResume struct {
 type TurnStart struct {
 	Thread    Thread
 	LockToken string
-	History   []blocks.Message
+	History   blocks.EncodedMessages
 	Pending   *Pending
 	Replay    *Idempotency
 }
