@@ -70,14 +70,33 @@ func (b *bench) newRedisStore(opts store.Options) *store.Redis {
 	return st
 }
 
-// newChatd returns chatd's handler on st, with the echo processor and auth
-// mode none.
-func newChatd(st api.Store, cfg api.Config) (http.Handler, error) {
-	reg, err := processor.NewRegistry(map[string]processor.Processor{"echo": echo.New()}, "echo")
+// newChatd returns chatd's handler on st with auth mode none and the echo
+// processor: as shipped (it reads no history) or, with readHistory, one
+// that decodes its whole history window first, as a processor that uses
+// the conversation would.
+func newChatd(st api.Store, cfg api.Config, readHistory bool) (http.Handler, error) {
+	var p processor.Processor = echo.New()
+	if readHistory {
+		p = historyReader{p}
+	}
+	reg, err := processor.NewRegistry(map[string]processor.Processor{"echo": p}, "echo")
 	if err != nil {
 		return nil, err
 	}
 	return api.NewServer(api.Deps{Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: cfg}), nil
+}
+
+// historyReader decodes the history window before delegating. It does not
+// implement processor.HistoryWindower, so it gets the whole window.
+type historyReader struct{ next processor.Processor }
+
+func (h historyReader) Describe() string { return h.next.Describe() }
+
+func (h historyReader) Process(ctx context.Context, in processor.Input, emit processor.Emit) (processor.Output, error) {
+	if _, err := in.History.Decode(); err != nil {
+		return processor.Output{}, err
+	}
+	return h.next.Process(ctx, in, emit)
 }
 
 // serve starts a real HTTP server for h on a free 127.0.0.1 port and returns
@@ -154,22 +173,12 @@ func (b *bench) compare(ctx context.Context, n int, ops ...op) ([]loadResult, er
 	return out, nil
 }
 
-// apiConfig is chatd's default configuration, with the history window of
-// -history-window when it is set (0: processors get no history).
-func (b *bench) apiConfig() api.Config {
-	cfg := api.DefaultConfig
-	if b.cfg.window >= 0 {
-		cfg.HistoryWindow = b.cfg.window
+// historyText describes what rows 1, 2, 4 and 6's processor reads.
+func (b *bench) historyText() string {
+	if b.cfg.readHistory {
+		return fmt.Sprintf("reading its whole history window (%d)", api.DefaultConfig.HistoryWindow)
 	}
-	return cfg
-}
-
-// windowText describes the history window of rows 1, 2, 4 and 6.
-func (b *bench) windowText() string {
-	if b.cfg.window == 0 {
-		return "0 (no history read)"
-	}
-	return fmt.Sprint(b.apiConfig().HistoryWindow)
+	return "as shipped (reads no history)"
 }
 
 // maybeProfile profiles row id's load when -cpuprofile asks for that row.

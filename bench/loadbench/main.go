@@ -36,7 +36,7 @@ type config struct {
 	cpuProfile  string
 	profileFor  time.Duration
 	profileRow  string
-	window      int
+	readHistory bool
 	rounds      int
 	redisBin    string
 }
@@ -55,15 +55,15 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "after the row of -profile-row, run its load again under the CPU profiler and write the profile to this file")
 	fs.DurationVar(&cfg.profileFor, "profile-duration", 10*time.Second, "how long the profiled run of -cpuprofile lasts")
 	fs.StringVar(&cfg.profileRow, "profile-row", "2", "the row -cpuprofile profiles: 1, 2, 3, 4 or 6")
-	fs.IntVar(&cfg.window, "history-window", -1, "history window of the servers of rows 1, 2, 4 and 6 (-1: chatd's default; 0: read no history), to see what reading it costs")
+	fs.BoolVar(&cfg.readHistory, "read-history", false, "rows 1, 2, 4 and 6 use an echo that reads its whole history window (chatd's default, 50), to show what a processor reading history costs")
 	fs.StringVar(&cfg.redisBin, "redis-server", "", "redis-server binary (default: from PATH, installed with apt-get when missing and root)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
 	if cfg.requests < 2 || cfg.concurrency < 1 || cfg.rounds < 1 || cfg.rounds > cfg.requests/2 || cfg.warmup < 0 || cfg.rowLimit <= 0 || cfg.total <= 0 ||
-		cfg.bigThread < 10 || cfg.seedBatch < 1 || cfg.profileFor <= 0 || cfg.window < -1 ||
+		cfg.bigThread < 10 || cfg.seedBatch < 1 || cfg.profileFor <= 0 ||
 		!slices.Contains([]string{"1", "2", "3", "4", "6"}, cfg.profileRow) {
-		return cfg, fmt.Errorf("flags out of range: requests ≥ 2, concurrency ≥ 1, 1 ≤ rounds ≤ requests/2, warmup ≥ 0, durations > 0, big-thread ≥ 10, seed-batch ≥ 1, history-window ≥ -1, profile-row one of 1, 2, 3, 4, 6")
+		return cfg, fmt.Errorf("flags out of range: requests ≥ 2, concurrency ≥ 1, 1 ≤ rounds ≤ requests/2, warmup ≥ 0, durations > 0, big-thread ≥ 10, seed-batch ≥ 1, profile-row one of 1, 2, 3, 4, 6")
 	}
 	return cfg, nil
 }

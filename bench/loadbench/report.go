@@ -19,8 +19,8 @@ func (b *bench) report(rows []row, took time.Duration) string {
 	fmt.Fprintf(&s, "- redis-server %s on 127.0.0.1, no persistence; clients, servers and Redis share the machine\n", b.redisVersion())
 	fmt.Fprintf(&s, "- %d requests per row (at most %s each) after %d warm-up requests, %d concurrent keep-alive clients; run took %s\n",
 		b.cfg.requests, b.cfg.rowLimit, b.cfg.warmup, b.cfg.concurrency, took.Round(100*time.Millisecond))
-	fmt.Fprintf(&s, "- chatd: echo processor, auth mode none, history window %s for rows 1, 2, 4 and 6 and %d for row 5\n\n",
-		b.windowText(), growthWindow)
+	fmt.Fprintf(&s, "- chatd: auth mode none; echo %s in rows 1, 2, 4 and 6, reading a window of %d in row 5\n\n",
+		b.historyText(), growthWindow)
 	s.WriteString("| # | scenario | requests | concurrency | throughput (req/s) | p50 | p99 | ratio | ratio is |\n")
 	s.WriteString("|---|---|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, r := range rows {

@@ -55,7 +55,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 
 	// 1: echo turn on the embedded store; 3: the floor, on the same
 	// redis-server as 2: echo turn on Redis. Measured interleaved.
-	memHandler, err := newChatd(store.NewMemory(store.Options{}), b.apiConfig())
+	memHandler, err := newChatd(store.NewMemory(store.Options{}), api.DefaultConfig, b.cfg.readHistory)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("row 1: %w", err)
 	}
-	redisHandler, err := newChatd(b.newRedisStore(store.Options{}), b.apiConfig())
+	redisHandler, err := newChatd(b.newRedisStore(store.Options{}), api.DefaultConfig, b.cfg.readHistory)
 	if err != nil {
 		return nil, err
 	}
@@ -186,10 +186,10 @@ func elicitOp(c *client, ids []string) op {
 	}
 }
 
-// growthWindow is the history window of row 5's server and the page size of
-// its history requests: both threads then hand the same number of messages
-// to the turn and the page, so the ratio shows only what the thread's length
-// costs.
+// growthWindow is the history window of row 5's server, whose echo reads
+// it, and the page size of its history requests: both threads then hand the
+// same number of messages to the turn and the page, so the ratio shows only
+// what the thread's length costs.
 const growthWindow = 10
 
 // measureGrowth is row 5: turns and history pages on threads of 10 messages
@@ -204,7 +204,7 @@ func (b *bench) measureGrowth(ctx context.Context) ([]row, error) {
 	st := b.newRedisStore(store.Options{HistoryMax: b.cfg.bigThread + 2*(n+b.cfg.warmup) + 100})
 	cfg := api.DefaultConfig
 	cfg.HistoryWindow = growthWindow
-	h, err := newChatd(st, cfg)
+	h, err := newChatd(st, cfg, true)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"maps"
 	"bufio"
 	"bytes"
 	"context"
@@ -121,6 +122,7 @@ type serverSettings struct {
 	store  api.Store
 	auth   api.Authenticator
 	config api.Config
+	extra  map[string]processor.Processor
 }
 
 // serverOption adjusts a test server.
@@ -140,6 +142,16 @@ func withStore(st api.Store) serverOption {
 // withAuth replaces the principal-header authentication.
 func withAuth(a api.Authenticator) serverOption {
 	return func(s *serverSettings) { s.auth = a }
+}
+
+// withProcessor registers p as name beside echo and demo.
+func withProcessor(name string, p processor.Processor) serverOption {
+	return func(s *serverSettings) {
+		if s.extra == nil {
+			s.extra = map[string]processor.Processor{}
+		}
+		s.extra[name] = p
+	}
 }
 
 // withConfig changes the API configuration, which starts from the defaults.
@@ -164,10 +176,12 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 		set.store = newTestStore(tb, set.kind)
 	}
 	counting := &countingProcessor{Processor: echo.New()}
-	reg, err := processor.NewRegistry(map[string]processor.Processor{
+	procs := map[string]processor.Processor{
 		"echo": counting,
 		"demo": demo.NewWithDelay(0),
-	}, "demo")
+	}
+	maps.Copy(procs, set.extra)
+	reg, err := processor.NewRegistry(procs, "demo")
 	require.NoError(tb, err)
 	srv := api.NewServer(api.Deps{Store: set.store, Processors: reg, Auth: set.auth, Config: set.config})
 	hs := httptest.NewServer(srv)

@@ -100,6 +100,9 @@ type Server struct {
 	metrics    *Metrics
 	cfg        Config
 	handler    http.Handler
+	// windows are the history windows of processors that read less than
+	// cfg.HistoryWindow.
+	windows map[string]int
 
 	// turns counts running turns, so shutdown can wait for them even when
 	// their client has gone.
@@ -127,6 +130,7 @@ func NewServer(d Deps) *Server {
 		s.metrics = NewMetrics()
 	}
 	s.cfg = s.cfg.withDefaults()
+	s.windows = s.processors.Windows(s.cfg.HistoryWindow)
 	s.handler = s.routes()
 	return s
 }

@@ -72,7 +72,7 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 	principal := principalFrom(r.Context())
 	start, err := s.store.BeginTurn(r.Context(), store.BeginTurn{
 		ThreadID: id, Principal: principal, IdempotencyKey: idemKey,
-		LockTTL: s.cfg.TurnTimeout, Window: s.cfg.HistoryWindow,
+		LockTTL: s.cfg.TurnTimeout, Window: s.cfg.HistoryWindow, WindowByProcessor: s.windows,
 	})
 	if err != nil {
 		return err
@@ -200,7 +200,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	}
 	start, err := s.store.BeginResume(r.Context(), store.BeginResume{
 		ThreadID: id, Principal: principal, ElicitationID: elicitationID,
-		LockTTL: s.cfg.TurnTimeout, Window: s.cfg.HistoryWindow,
+		LockTTL: s.cfg.TurnTimeout, Window: s.cfg.HistoryWindow, WindowByProcessor: s.windows,
 	})
 	if errors.Is(err, store.ErrElicitationExpired) {
 		s.countExpired(r.Context(), id, principal)

@@ -33,6 +33,15 @@ type Processor interface {
 	Process(ctx context.Context, in Input, emit Emit) (Output, error)
 }
 
+// HistoryWindower is implemented by a processor that reads fewer history
+// messages than the configured window, or none: chatd then fetches only that
+// many for its turns. A processor that does not implement it gets the whole
+// configured window (CHATD_HISTORY_WINDOW).
+type HistoryWindower interface {
+	// HistoryWindow returns how many recent messages the processor reads.
+	HistoryWindow() int
+}
+
 // Emit streams one text delta to the client while a turn runs.
 type Emit func(Delta)
 
@@ -121,6 +130,18 @@ func (r *Registry) Get(name string) (Processor, error) {
 
 // Default returns the name of the default processor.
 func (r *Registry) Default() string { return r.defaultName }
+
+// Windows returns the history window of every registered processor that
+// limits its own (HistoryWindower), capped at limit.
+func (r *Registry) Windows(limit int) map[string]int {
+	windows := map[string]int{}
+	for name, p := range r.byName {
+		if w, ok := p.(HistoryWindower); ok {
+			windows[name] = max(min(w.HistoryWindow(), limit), 0)
+		}
+	}
+	return windows
+}
 
 // Names returns the registered names, sorted.
 func (r *Registry) Names() []string {

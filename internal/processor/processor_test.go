@@ -36,3 +36,22 @@ func TestRegistryRejectsBadConfiguration(t *testing.T) {
 	_, err = processor.NewRegistry(map[string]processor.Processor{"echo": echo.New()}, "demo")
 	assert.Error(t, err)
 }
+
+type reader struct {
+	named
+	window int
+}
+
+func (r reader) HistoryWindow() int { return r.window }
+
+func TestRegistryWindows(t *testing.T) {
+	reg, err := processor.NewRegistry(map[string]processor.Processor{
+		"echo":   echo.New(),
+		"full":   named{"reads the configured window"},
+		"short":  reader{window: 3},
+		"greedy": reader{window: 500},
+	}, "echo")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"echo": 0, "short": 3, "greedy": 50}, reg.Windows(50),
+		"processors that limit their history, capped at the configured window")
+}

@@ -62,6 +62,7 @@ func runContract(t *testing.T, newStore newStoreFunc) {
 		{"OwnerIsolation", testOwnerIsolation},
 		{"ThreadTTL", testThreadTTL},
 		{"Window", testWindow},
+		{"WindowByProcessor", testWindowByProcessor},
 		{"Trimming", testTrimming},
 		{"Paging", testPaging},
 		{"CursorMisuse", testCursorMisuse},
@@ -325,6 +326,39 @@ func testWindow(t *testing.T, newStore newStoreFunc) {
 			assert.Nil(t, ts.Pending)
 		})
 	}
+}
+
+// testWindowByProcessor: a thread's processor picks its window, for plain
+// turns and resumes alike; other processors get the default.
+func testWindowByProcessor(t *testing.T, newStore newStoreFunc) {
+	ctx := context.Background()
+	st := newStore(t, testOpts)
+	th := mustCreateThread(t, st) // bound to echo
+	msgs := mustAppend(t, st, th.ID, 6)
+	tests := []struct {
+		name        string
+		byProcessor map[string]int
+		want        []blocks.Message
+	}{
+		{"no overrides", nil, msgs[2:]},
+		{"override for another processor", map[string]int{"demo": 1}, msgs[2:]},
+		{"override for the thread's processor", map[string]int{"demo": 1, "echo": 2}, msgs[4:]},
+		{"none for the thread's processor", map[string]int{"echo": 0}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 4, WindowByProcessor: tt.byProcessor})
+			require.NoError(t, err)
+			assert.Equal(t, messageIDs(tt.want), messageIDs(mustDecode(t, ts.History)))
+			require.NoError(t, st.Release(ctx, th.ID, ts.LockToken))
+		})
+	}
+
+	p := mustPause(t, st, th.ID, time.Minute)
+	ts, err := st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: p.ElicitationID,
+		LockTTL: lockTTL, Window: 4, WindowByProcessor: map[string]int{"echo": 1}})
+	require.NoError(t, err)
+	assert.Len(t, mustDecode(t, ts.History), 1)
 }
 
 func testTrimming(t *testing.T, newStore newStoreFunc) {

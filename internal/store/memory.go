@@ -236,7 +236,7 @@ func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) 
 	if err != nil {
 		return TurnStart{}, err
 	}
-	return TurnStart{Thread: th.thread, LockToken: token, History: th.window(b.Window)}, nil
+	return TurnStart{Thread: th.thread, LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor))}, nil
 }
 
 // BeginResume starts the turn that answers elicitation b.ElicitationID by
@@ -268,7 +268,7 @@ func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, err
 		if err != nil {
 			return TurnStart{}, err
 		}
-		return TurnStart{Thread: th.thread, LockToken: token, History: th.window(b.Window), Pending: pending}, nil
+		return TurnStart{Thread: th.thread, LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor)), Pending: pending}, nil
 	}
 	return TurnStart{}, elicitationStateError(b.ElicitationID, th.elicitations[b.ElicitationID])
 }

@@ -241,6 +241,17 @@ func messagesFromReply(data []any) ([]blocks.Message, error) {
 	return out, nil
 }
 
+// windowArgs appends the history window to a begin script's arguments: the
+// default, then processor name and window pairs for the script to match
+// against the thread's processor.
+func windowArgs(window int, byProcessor map[string]int, args ...any) []any {
+	args = append(args, max(window, 0))
+	for name, n := range byProcessor {
+		args = append(args, name, max(n, 0))
+	}
+	return args
+}
+
 // encodedFromReply collects message JSON from a script reply, undecoded.
 func encodedFromReply(data []any) (blocks.EncodedMessages, error) {
 	out := make(blocks.EncodedMessages, len(data))
@@ -347,7 +358,7 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 	k := keysFor(b.ThreadID)
 	status, data, err := r.run(ctx, "begin turn", beginTurnScript,
 		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp},
-		b.Principal, field, token, b.LockTTL.Milliseconds(), max(b.Window, 0))
+		windowArgs(b.Window, b.WindowByProcessor, b.Principal, field, token, b.LockTTL.Milliseconds())...)
 	if err != nil {
 		return TurnStart{}, err
 	}
@@ -401,7 +412,7 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 	k := keysFor(b.ThreadID)
 	status, data, err := r.run(ctx, "begin resume", beginResumeScript,
 		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations},
-		b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds(), max(b.Window, 0))
+		windowArgs(b.Window, b.WindowByProcessor, b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds())...)
 	if err != nil {
 		return TurnStart{}, err
 	}

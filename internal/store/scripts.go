@@ -61,6 +61,16 @@ local function window(msgs, msgdata, n)
   return hmget_all(msgdata, ids)
 end
 
+-- window_size is the history window for a thread bound to processor:
+-- ARGV[first] is the default, followed by processor name and window pairs.
+local function window_size(processor, first)
+  local n = tonumber(ARGV[first])
+  for i = first + 1, #ARGV - 1, 2 do
+    if ARGV[i] == processor then n = tonumber(ARGV[i + 1]) end
+  end
+  return n
+end
+
 local function append_all(out, items)
   for i = 1, #items do out[#out + 1] = items[i] end
   return out
@@ -94,7 +104,8 @@ return {'OK'}
 `)
 
 // beginTurnScript: KEYS thread, lock, pending, msgs, msgdata, idem, idemexp;
-// ARGV principal, idempotency field (empty for none), token, lock_ttl_ms, window.
+// ARGV principal, idempotency field (empty for none), token, lock_ttl_ms,
+// window, then processor and window pairs.
 // Returns NOTFOUND | REPLAY + thread + record | BUSY | PENDING + pending JSON
 // | OK + thread + window messages.
 var beginTurnScript = newScript(`
@@ -111,11 +122,12 @@ if redis.call('EXISTS', KEYS[2]) == 1 then return {'BUSY'} end
 local p = redis.call('HGET', KEYS[3], 'data')
 if p then return {'PENDING', p} end
 redis.call('SET', KEYS[2], ARGV[3] .. '|', 'PX', ARGV[4])
-return append_all({'OK', t[1], t[2], t[3], t[4]}, window(KEYS[4], KEYS[5], tonumber(ARGV[5])))
+return append_all({'OK', t[1], t[2], t[3], t[4]}, window(KEYS[4], KEYS[5], window_size(t[2], 5)))
 `)
 
 // beginResumeScript: KEYS thread, lock, pending, msgs, msgdata, elicitations;
-// ARGV principal, elicitation id, token, lock_ttl_ms, window.
+// ARGV principal, elicitation id, token, lock_ttl_ms, window, then
+// processor and window pairs.
 // Returns NOTFOUND | BUSY | CONSUMED | EXPIRED | UNKNOWN
 // | OK + thread + pending JSON + window messages.
 var beginResumeScript = newScript(`
@@ -131,7 +143,7 @@ if p[1] and p[1] == id then
     return {'BUSY'}
   end
   redis.call('SET', KEYS[2], ARGV[3] .. '|' .. id, 'PX', ARGV[4])
-  return append_all({'OK', t[1], t[2], t[3], t[4], p[2]}, window(KEYS[4], KEYS[5], tonumber(ARGV[5])))
+  return append_all({'OK', t[1], t[2], t[3], t[4], p[2]}, window(KEYS[4], KEYS[5], window_size(t[2], 5)))
 end
 local state = redis.call('HGET', KEYS[6], id)
 if state == 'consumed' then return {'CONSUMED'} end

@@ -92,15 +92,28 @@ type BeginTurn struct {
 	LockTTL time.Duration
 	// Window is how many of the most recent messages to return (0: none).
 	Window int
+	// WindowByProcessor overrides Window for threads bound to the named
+	// processors (most read less history, or none). The thread's processor
+	// is only known inside the same atomic step, so the choice is made there.
+	WindowByProcessor map[string]int
 }
 
 // BeginResume asks to start the turn that answers an elicitation.
 type BeginResume struct {
-	ThreadID      string
-	Principal     string
-	ElicitationID string
-	LockTTL       time.Duration
-	Window        int
+	ThreadID          string
+	Principal         string
+	ElicitationID     string
+	LockTTL           time.Duration
+	Window            int
+	WindowByProcessor map[string]int
+}
+
+// windowFor is the window a thread bound to processor gets.
+func windowFor(window int, byProcessor map[string]int, processor string) int {
+	if n, ok := byProcessor[processor]; ok {
+		window = n
+	}
+	return max(window, 0)
 }
 
 // TurnStart is what a begun turn holds: the thread, the lock token to commit

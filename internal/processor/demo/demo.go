@@ -118,6 +118,11 @@ func (p *Processor) buildFixed() error {
 	return nil
 }
 
+// HistoryWindow implements processor.HistoryWindower: the tour answers each
+// message on its own (a pause keeps what it needs in its state), so its
+// turns fetch no history.
+func (*Processor) HistoryWindow() int { return 0 }
+
 // Describe implements processor.Processor.
 func (*Processor) Describe() string {
 	return "Guided tour of chatd: entity cards, citations, suggested replies, forms, confirms, multi-select and streamed text. Type help."

@@ -40,6 +40,10 @@ func (*Processor) Describe() string {
 	return "Deterministic echo for tests: repeats the message; /blocks, /elicit, /slow and /fail drive every feature."
 }
 
+// HistoryWindow implements processor.HistoryWindower: echo answers from the
+// new message alone, so its turns fetch no history.
+func (*Processor) HistoryWindow() int { return 0 }
+
 // Process implements processor.Processor.
 func (*Processor) Process(ctx context.Context, in processor.Input, emit processor.Emit) (processor.Output, error) {
 	if in.Resume != nil {
