@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"chatd/internal/openapitest"
 	"chatd/internal/redistest"
 
 	"github.com/stretchr/testify/assert"
@@ -112,8 +114,7 @@ func mustDo(tb testing.TB, method, url, body string, header map[string]string) (
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(tb, err)
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(tb, err)
+	raw := openapitest.New(tb).Check(tb, resp)
 	var out map[string]any
 	if len(raw) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		require.NoError(tb, json.Unmarshal(raw, &out), string(raw))
@@ -251,4 +252,46 @@ func TestRunFailsOnBadConfiguration(t *testing.T) {
 			assert.Error(t, run(ctx, io.Discard))
 		})
 	}
+}
+
+// TestShutdownLetsRunningStreamsFinish stops chatd while a streamed turn is
+// mid-way: the stream still ends with turn.completed (sent only once the
+// turn is committed), and run returns cleanly.
+func TestShutdownLetsRunningStreamsFinish(t *testing.T) {
+	base, stop, _ := startRun(t, map[string]string{"CHATD_DEFAULT_PROCESSOR": "echo"})
+	status, thread := mustDo(t, http.MethodPost, base+"/v1/threads", "", nil)
+	require.Equal(t, http.StatusCreated, status)
+	threadURL := base + "/v1/threads/" + thread["id"].(string)
+
+	req, err := http.NewRequest(http.MethodPost, threadURL+"/turns", strings.NewReader(`{"message":"/slow 100 one two three four five"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				events <- name
+			}
+		}
+	}()
+	require.Equal(t, "message.start", <-events)
+	require.Equal(t, "text.delta", <-events)
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	var rest []string
+	for name := range events {
+		rest = append(rest, name)
+	}
+	require.NotEmpty(t, rest)
+	assert.Equal(t, "turn.completed", rest[len(rest)-1], "the stream ends with its turn, not with the shutdown")
+	require.NoError(t, <-stopped)
 }
