@@ -61,13 +61,30 @@
 //
 // Request.Validate checks an accept result's content against the schema:
 // required properties present, no undeclared keys, the right JSON type,
-// string lengths counted in Unicode code points, formats (email: a bare
-// address net/mail accepts; uri: absolute, with a scheme; date: a real
-// calendar day as YYYY-MM-DD; date-time: RFC 3339 with a time zone offset),
-// numbers within range, options that are members, and multi-selections that
-// are unique and within their item counts. decline and cancel must carry no
-// content ({} counts as none). Defaults are never filled in. Every violation
-// is reported at once, each with the property name as its field.
+// string lengths counted in Unicode code points, formats, numbers within
+// range, options that are members, and multi-selections that are unique and
+// within their item counts. decline and cancel must carry no content ({}
+// counts as none). Defaults are never filled in. Every violation is reported
+// at once, each with the property name as its field.
+//
+// The formats accept ASCII text only, as JSON Schema's do (the idn- and iri
+// variants are not formats MCP allows):
+//
+//   - email: a bare address local@domain — no display name, comment, angle
+//     brackets or spaces. The local part is an RFC 5322 dot-atom (letters,
+//     digits and !#$%&'*+-/=?^_`{|}~, dots only between them; no quoted
+//     form), at most 64 characters. The domain is a host name of
+//     letter-digit-hyphen labels, 1 to 63 characters each, no hyphen at either
+//     end, or an IP address in brackets ([192.0.2.1], [2001:db8::1]). The
+//     address is at most 254 characters (RFC 5321).
+//   - uri: an RFC 3986 URI with a scheme — scheme ":" hier-part ["?" query]
+//     ["#" fragment] — made of unreserved and reserved characters and %XX
+//     escapes; an authority must be [userinfo "@"] host [":" port], its host
+//     a registered name or a bracketed IPv6 address. "[" and "]" are also
+//     tolerated in the path, query and fragment, where browsers leave them.
+//   - date: a real calendar day written YYYY-MM-DD, years 0000 to 9999
+//     (2024-02-29 passes, 2025-02-29 does not).
+//   - date-time: RFC 3339 with a time zone offset, as time.Parse reads it.
 //
 // Numbers are compared with their bounds as IEEE 754 doubles, as JavaScript
 // frontends compare them; a number beyond the range of a double is refused.

@@ -2,11 +2,7 @@ package elicit
 
 import (
 	"fmt"
-	"net/mail"
-	"net/url"
 	"slices"
-	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -222,45 +218,4 @@ func (p *property) checkSelection(items []any, field string, c *collector) {
 			c.add(field, fmt.Sprintf("item %d repeats item %d: selections must be unique", i, first))
 		}
 	}
-}
-
-// checkFormat returns why s does not match format f, or "".
-func checkFormat(f stringFormat, s string) string {
-	switch f {
-	case formatEmail:
-		if !isEmail(s) {
-			return "must be an email address"
-		}
-	case formatURI:
-		if !isAbsoluteURI(s) {
-			return "must be an absolute URI with a scheme"
-		}
-	case formatDate:
-		if _, err := time.Parse(time.DateOnly, s); err != nil {
-			return "must be a calendar date formatted YYYY-MM-DD"
-		}
-	case formatDateTime:
-		if _, err := time.Parse(time.RFC3339, s); err != nil {
-			return "must be an RFC 3339 date-time with a time zone offset"
-		}
-	}
-	return ""
-}
-
-// isEmail accepts a bare addr-spec (no display name, comments or angle
-// brackets): pragmatic rather than RFC 5322 complete, but it agrees with what
-// an HTML email input produces.
-func isEmail(s string) bool {
-	a, err := mail.ParseAddress(s)
-	return err == nil && a.Name == "" && a.Address == s
-}
-
-// isAbsoluteURI accepts RFC 3986 absolute URIs: a scheme and no whitespace
-// (net/url tolerates spaces in paths; URIs do not).
-func isAbsoluteURI(s string) bool {
-	if strings.ContainsAny(s, " \t\r\n") {
-		return false
-	}
-	u, err := url.Parse(s)
-	return err == nil && u.Scheme != ""
 }
