@@ -17,3 +17,14 @@ bench:
 	bash scripts/ensure-redis.sh
 	go run ./bench/loadbench
 	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api
+
+# Fuzz every decoder of untrusted input for FUZZTIME each (the seed corpora
+# in testdata/ already run in make test).
+FUZZTIME ?= 30s
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/blocks
+	go test -run '^$$' -fuzz '^FuzzParseMatchesStdlib$$' -fuzztime $(FUZZTIME) ./internal/blocks
+	go test -run '^$$' -fuzz '^FuzzNewRequest$$' -fuzztime $(FUZZTIME) ./internal/elicit
+	go test -run '^$$' -fuzz '^FuzzValidateResult$$' -fuzztime $(FUZZTIME) ./internal/elicit
+	go test -run '^$$' -fuzz '^FuzzFormats$$' -fuzztime $(FUZZTIME) ./internal/elicit
+	go test -run '^$$' -fuzz '^FuzzParseTurnRequest$$' -fuzztime $(FUZZTIME) ./internal/api
