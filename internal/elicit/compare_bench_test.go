@@ -22,39 +22,19 @@ import (
 // Both sides validate already-decoded content against a schema compiled
 // once, which is what the API does per answer.
 
-// compareSchema has ten properties of every kind a form can hold, the size
-// of a typical elicitation form.
-const compareSchema = `{"type":"object","properties":{
-	"name":{"type":"string","minLength":1,"maxLength":80},
-	"email":{"type":"string","format":"email"},
-	"website":{"type":"string","format":"uri"},
-	"start":{"type":"string","format":"date"},
-	"guests":{"type":"integer","minimum":1,"maximum":12},
-	"budget":{"type":"number","minimum":0,"maximum":10000},
-	"newsletter":{"type":"boolean"},
-	"room":{"type":"string","enum":["single","double","suite"]},
-	"diet":{"type":"string","oneOf":[{"const":"none","title":"None"},{"const":"veg","title":"Vegetarian"},{"const":"vegan","title":"Vegan"}]},
-	"extras":{"type":"array","items":{"type":"string","enum":["parking","breakfast","spa","late-checkout"]},"maxItems":3}},
-	"required":["name","email","start","guests","room"]}`
-
-// compareContent is a valid answer filling every field.
-const compareContent = `{"name":"Ada Lovelace","email":"ada@example.com","website":"https://example.com/ada",
-	"start":"2025-11-25","guests":2,"budget":450.5,"newsletter":false,"room":"double","diet":"veg",
-	"extras":["parking","breakfast"]}`
-
-// mustCompileGeneral compiles compareSchema for the general validator, with
+// mustCompileGeneral compiles benchSchema for the general validator, with
 // the two rules chatd applies that plain JSON Schema leaves open spelled
 // out — no undeclared keys, no repeated multi-select values — and format
 // assertion on, so both validators do the same work.
 func mustCompileGeneral(tb testing.TB) *jsonschema.Schema {
 	tb.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(compareSchema)))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(benchSchema)))
 	require.NoError(tb, err)
 	root, ok := doc.(map[string]any)
-	require.True(tb, ok, "compareSchema is an object")
+	require.True(tb, ok, "benchSchema is an object")
 	root["additionalProperties"] = false
 	props, ok := root["properties"].(map[string]any)
-	require.True(tb, ok, "compareSchema has properties")
+	require.True(tb, ok, "benchSchema has properties")
 	for _, p := range props {
 		if prop, ok := p.(map[string]any); ok && prop["type"] == "array" {
 			prop["uniqueItems"] = true
@@ -70,9 +50,9 @@ func mustCompileGeneral(tb testing.TB) *jsonschema.Schema {
 }
 
 func BenchmarkCompareValidateResult(b *testing.B) {
-	content := mustDecodeContent(b, compareContent)
+	content := mustDecodeContent(b, benchContent)
 	b.Run("elicit", func(b *testing.B) {
-		req := mustNewRequest(b, compareSchema)
+		req := mustNewRequest(b, benchSchema)
 		res := elicit.Result{Action: elicit.Accept, Content: content}
 		require.NoError(b, req.Validate(res))
 		b.ReportAllocs()
@@ -101,8 +81,8 @@ func BenchmarkCompareValidateResult(b *testing.B) {
 // this package over the general validator.
 func BenchmarkCompareValidateResultInterleaved(b *testing.B) {
 	const batch = 100
-	content := mustDecodeContent(b, compareContent)
-	req := mustNewRequest(b, compareSchema)
+	content := mustDecodeContent(b, benchContent)
+	req := mustNewRequest(b, benchSchema)
 	res := elicit.Result{Action: elicit.Accept, Content: content}
 	sch := mustCompileGeneral(b)
 	var doc any = content
@@ -135,7 +115,7 @@ func BenchmarkCompareValidateResultInterleaved(b *testing.B) {
 // validator, set up as in the benchmark, accepts and refuses the same
 // contents as this package, so it is not measured doing less.
 func TestCompareValidatorsAgree(t *testing.T) {
-	req := mustNewRequest(t, compareSchema)
+	req := mustNewRequest(t, benchSchema)
 	general := mustCompileGeneral(t)
 	tests := []struct {
 		name    string
@@ -158,7 +138,7 @@ func TestCompareValidatorsAgree(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			content := mustPatchContent(t, compareContent, tt.patch)
+			content := mustPatchContent(t, benchContent, tt.patch)
 			gotElicit := req.Validate(elicit.Result{Action: elicit.Accept, Content: content}) != nil
 			gotGeneral := general.Validate(any(content)) != nil
 			assert.Equal(t, tt.wantErr, gotElicit, "elicit")
