@@ -405,3 +405,18 @@ func TestDeleteThread(t *testing.T) {
 		}
 	})
 }
+
+// TestAnswerMetaIsRecorded: the _meta a client sends with its answer stays on
+// the recorded answer, beside the record of the result.
+func TestAnswerMetaIsRecorded(t *testing.T) {
+	ts := newTestServer(t)
+	thread, eid := mustDemoPause(t, ts, "delete")
+	resumed := ts.mustAnswer(t, alice, thread, eid, map[string]any{
+		"action": "decline", "_meta": map[string]any{"example.com/ui.source": "dialog"},
+	})
+	assert.Equal(t, "dialog", resumed.UserMessage.Meta["example.com/ui.source"])
+	assert.Contains(t, resumed.UserMessage.Meta, "drupal.org/ai.elicitation_result")
+	history := ts.mustHistory(t, alice, thread)
+	require.Len(t, history, 4)
+	assert.Equal(t, resumed.UserMessage.Meta, history[2].Meta)
+}

@@ -183,7 +183,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	// is held, so an invalid answer must be refused without taking one. This
 	// read also answers for the thread first, so another principal's thread
 	// looks exactly like a missing one whatever the elicitation ID.
-	_, pending, err := s.store.GetThread(r.Context(), id, principal)
+	thread, pending, err := s.store.GetThread(r.Context(), id, principal)
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,9 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 		LockTTL: s.cfg.TurnTimeout, Window: s.cfg.HistoryWindow, WindowByProcessor: s.windows,
 	})
 	if errors.Is(err, store.ErrElicitationExpired) {
-		s.countExpired(r.Context(), id, principal)
+		// Redis expires pending state silently, so an expiry is counted when
+		// a late answer discovers it.
+		s.metrics.elicitations.WithLabelValues(thread.Processor, "expired").Inc()
 	}
 	if err != nil {
 		return err
@@ -216,9 +218,10 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	userMsg := blocks.NewMessage(blocks.RoleUser, describeAnswer(result), nil, map[string]any{
-		blocks.MetaElicitationResult: answerRecord(elicitationID, result),
-	})
+	// The answer's own _meta is kept on the recorded message, beside the
+	// record of the result.
+	userMsg := blocks.NewMessage(blocks.RoleUser, describeAnswer(result), nil,
+		withMeta(req.Meta, blocks.MetaElicitationResult, answerRecord(elicitationID, result)))
 	return s.runTurn(w, r, turnJob{
 		start:    start,
 		userMsg:  userMsg,
@@ -240,15 +243,6 @@ func decodeAndValidate(storedRequest []byte, result elicit.Result) (*elicit.Requ
 		return nil, err
 	}
 	return request, nil
-}
-
-// countExpired records an expiry. Redis expires pending state silently, so
-// an expiry is counted when a late answer discovers it.
-func (s *Server) countExpired(ctx context.Context, threadID, principal string) {
-	t, _, err := s.store.GetThread(ctx, threadID, principal)
-	if err == nil {
-		s.metrics.elicitations.WithLabelValues(t.Processor, "expired").Inc()
-	}
 }
 
 func answerRecord(elicitationID string, res elicit.Result) map[string]any {
