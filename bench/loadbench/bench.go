@@ -16,6 +16,7 @@ import (
 	"chatd/internal/api"
 	"chatd/internal/processor"
 	"chatd/internal/processor/echo"
+	"chatd/internal/redistest"
 	"chatd/internal/store"
 )
 
@@ -23,7 +24,7 @@ import (
 // the servers started so far (stopped by close).
 type bench struct {
 	cfg     config
-	redis   *redisServer
+	redis   *redistest.Process
 	rdb     *redis.Client
 	http    *http.Client
 	closers []func()
@@ -33,11 +34,13 @@ type bench struct {
 }
 
 func newBench(ctx context.Context, cfg config) (*bench, error) {
-	bin, err := findRedisServer(ctx, cfg.redisBin)
+	bin, err := redistest.FindServer(ctx, cfg.redisBin)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: install it (e.g. apt-get install redis-server) or pass -redis-server", err)
 	}
-	srv, err := startRedis(ctx, bin)
+	// The server runs in a temporary directory that Stop removes; on Linux
+	// it is killed with the benchmark even when no cleanup runs.
+	srv, err := redistest.Launch(ctx, redistest.Options{Bin: bin})
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +62,7 @@ func (b *bench) close() {
 // newRedisClient returns a client on the benchmark's redis-server with a
 // pool large enough that no request waits for a connection.
 func (b *bench) newRedisClient() *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: b.redis.addr, PoolSize: 2*b.cfg.concurrency + 4})
+	return redis.NewClient(&redis.Options{Addr: b.redis.Addr(), PoolSize: 2*b.cfg.concurrency + 4})
 }
 
 // newRedisStore returns a chatd Redis store on its own client; it is closed

@@ -5,9 +5,9 @@ import (
 	"syscall"
 )
 
-// dieWithParent has the kernel kill redis-server if the test binary dies
-// without running its cleanups (a panic, a test timeout), so no server
-// outlives the tests that started it.
+// dieWithParent has the kernel kill redis-server if the program that started
+// it dies without stopping it (a panic, a test timeout, a SIGKILL), so no
+// server outlives it.
 func dieWithParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

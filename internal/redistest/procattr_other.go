@@ -5,5 +5,6 @@ package redistest
 import "os/exec"
 
 // dieWithParent is a no-op where the kernel cannot tie a child's life to its
-// parent; cleanups still stop the server on a normal exit.
+// parent; Stop, and the tests' cleanups, still stop the server on a normal
+// exit.
 func dieWithParent(cmd *exec.Cmd) {}

@@ -1,18 +1,25 @@
-// Package redistest starts throwaway redis-server processes for tests: each
-// on a free loopback port, without persistence, in its own temporary
-// directory, stopped when the test ends — a plain server (Start) or a
-// one-node Cluster (StartCluster). Tests never touch a Redis they did not
-// start.
+// Package redistest starts throwaway redis-server processes: each on a free
+// loopback port, without persistence, in a directory of its own. Tests use
+// Start (a plain server) and StartCluster (a one-node Cluster), which stop
+// the server when the test ends; programs such as the load benchmark use
+// Launch and stop the Process themselves. Nobody touches a Redis they did
+// not start.
 //
-// When redis-server is not on PATH it is installed with apt-get if the tests
-// run as root on a system that has it; otherwise the test is skipped — except
-// when the environment has CI=true, where a missing Redis fails the test, so
-// Redis tests are never silently skipped in CI.
+// FindServer picks the redis-server binary. When redis-server is not on PATH
+// it installs it with apt-get if running as root on a system that has it.
+// When that fails, Start and StartCluster skip the test — except when the
+// environment has CI=true, where a missing Redis fails the test, so Redis
+// tests are never silently skipped in CI.
+//
+// On Linux the kernel kills each server when the program that started it
+// dies without stopping it (a panic, a test timeout, a SIGKILL), so no
+// server outlives its program.
 package redistest
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,33 +34,306 @@ import (
 	"time"
 )
 
-// startTimeout bounds how long a server may take to answer PING.
-const startTimeout = 10 * time.Second
+const (
+	// startTimeout bounds how long a server may take to answer PING (and a
+	// cluster to report itself ready), and how long Restart retries a port
+	// that is still held.
+	startTimeout = 10 * time.Second
+	// launchAttempts bounds the retries, each on a new port, when another
+	// process takes the free port found before redis-server binds it.
+	launchAttempts = 10
+	// installTimeout bounds installing redis-server with apt-get.
+	installTimeout = 3 * time.Minute
+)
 
-// Server is one redis-server process the tests started.
-type Server struct {
-	bin     string
-	dir     string
-	port    int
-	cluster bool
-	busPort int // cluster bus port, when cluster
+var (
+	installOnce sync.Once
+	installErr  error
+)
 
-	mu   sync.Mutex
-	proc *process // nil while stopped
+// FindServer returns the redis-server binary to run: bin when it is not
+// empty, else the one on PATH, installed first with apt-get when it is
+// missing and the program runs as root on a system that has apt-get. The
+// install is tried once per process.
+func FindServer(ctx context.Context, bin string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	if path, err := exec.LookPath("redis-server"); err == nil {
+		return path, nil
+	}
+	installOnce.Do(func() { installErr = install(ctx) })
+	if path, err := exec.LookPath("redis-server"); err == nil {
+		return path, nil
+	}
+	if installErr != nil {
+		return "", fmt.Errorf("redis-server is not on PATH and installing it failed: %w", installErr)
+	}
+	return "", errors.New("redis-server is not on PATH")
 }
 
-// process is one run of redis-server; done is closed when it has exited.
-type process struct {
+// install installs redis-server with apt-get, when that is possible.
+func install(ctx context.Context) error {
+	if os.Geteuid() != 0 {
+		return errors.New("not running as root")
+	}
+	apt, err := exec.LookPath("apt-get")
+	if err != nil {
+		return errors.New("apt-get not available")
+	}
+	ctx, cancel := context.WithTimeout(ctx, installTimeout)
+	defer cancel()
+	for _, args := range [][]string{{"update", "-qq"}, {"install", "-y", "-qq", "redis-server"}} {
+		cmd := exec.CommandContext(ctx, apt, args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("apt-get %s: %w: %s", strings.Join(args, " "), err, lastLines(out, 5))
+		}
+	}
+	return nil
+}
+
+// Options says how Launch starts redis-server.
+type Options struct {
+	// Bin is the redis-server binary; empty means FindServer's choice.
+	Bin string
+	// Dir is the server's working directory. Empty means a new temporary
+	// directory that Stop removes, so a Restart starts in an empty one.
+	Dir string
+	// Cluster starts the server in cluster mode, alone serving all 16384
+	// slots: a one-node Cluster, so a ClusterClient, with its slot routing
+	// and CROSSSLOT checks, can run against a real server.
+	Cluster bool
+}
+
+// Process is a redis-server started by Launch. Stop and Restart must not
+// run at the same time.
+type Process struct {
+	bin     string
+	ownDir  bool // dir is a temporary directory made for the server
+	cluster bool
+	port    int
+	busPort int // cluster bus port, when cluster
+
+	mu  sync.Mutex
+	dir string
+	run *run // nil while stopped
+}
+
+// run is one run of redis-server; done is closed when it has exited.
+type run struct {
 	cmd  *exec.Cmd
 	log  *syncBuffer
 	done chan struct{}
 	err  error
 }
 
-var (
-	installOnce sync.Once
-	installErr  error
-)
+// Launch starts a redis-server on a free 127.0.0.1 port and returns once it
+// answers PING (in cluster mode: once the cluster is ready). ctx bounds only
+// the start; the server runs until Stop.
+func Launch(ctx context.Context, opts Options) (*Process, error) {
+	bin, err := FindServer(ctx, opts.Bin)
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{bin: bin, dir: opts.Dir, ownDir: opts.Dir == "", cluster: opts.Cluster}
+	var lastErr error
+	for range launchAttempts {
+		if p.port, err = freePort(); err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		p.busPort = 0
+		if lastErr = p.start(ctx); lastErr == nil {
+			return p, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("start redis-server: %w", lastErr)
+}
+
+// Addr returns the server's host:port.
+func (p *Process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
+
+// Dir returns the server's working directory, "" once Stop has removed a
+// temporary one.
+func (p *Process) Dir() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dir
+}
+
+// Stop shuts the server down and waits for it to exit; its data is lost. A
+// temporary directory made by Launch is removed. Stopping a stopped server
+// does nothing.
+func (p *Process) Stop() {
+	p.mu.Lock()
+	r := p.run
+	p.run = nil
+	p.mu.Unlock()
+	if r != nil {
+		r.stop()
+	}
+	p.removeDir()
+}
+
+// Restart starts the server again on the same port, after Stop.
+func (p *Process) Restart(ctx context.Context) error {
+	p.Stop()
+	// The port was ours a moment ago; something else may briefly hold it
+	// (or the old socket may linger), so retry for a while.
+	deadline := time.Now().Add(startTimeout)
+	for {
+		err := p.start(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("restart redis-server on port %d: %w", p.port, err)
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("restart redis-server on port %d: %w", p.port, err)
+		}
+	}
+}
+
+// removeDir removes the server's directory if Launch made it.
+func (p *Process) removeDir() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ownDir && p.dir != "" {
+		_ = os.RemoveAll(p.dir)
+		p.dir = ""
+	}
+}
+
+// start runs redis-server on p.port and waits until it is ready; on failure
+// nothing of the attempt is left running.
+func (p *Process) start(ctx context.Context) (err error) {
+	if p.ownDir && p.Dir() == "" {
+		dir, err := os.MkdirTemp("", "chatd-redis-")
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.dir = dir
+		p.mu.Unlock()
+	}
+	defer func() {
+		if err != nil {
+			p.removeDir()
+		}
+	}()
+	args := []string{
+		"--port", strconv.Itoa(p.port),
+		"--bind", "127.0.0.1",
+		"--protected-mode", "yes",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", p.Dir(),
+		"--daemonize", "no",
+	}
+	if p.cluster {
+		// The cluster bus needs a port of its own (by default port+10000,
+		// which may be taken or out of range); nodes.conf in dir keeps the
+		// slot assignment across Restart.
+		if p.busPort == 0 {
+			if p.busPort, err = freePort(); err != nil {
+				return err
+			}
+		}
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(p.busPort))
+	}
+	log := &syncBuffer{}
+	cmd := exec.Command(p.bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	dieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	r := &run{cmd: cmd, log: log, done: make(chan struct{})}
+	go func() {
+		r.err = cmd.Wait()
+		close(r.done)
+	}()
+	if err := p.waitReady(ctx, r); err != nil {
+		r.stop()
+		return err
+	}
+	p.mu.Lock()
+	p.run = r
+	p.mu.Unlock()
+	return nil
+}
+
+// waitReady polls until the server answers PING and, in cluster mode, serves
+// every slot.
+func (p *Process) waitReady(ctx context.Context, r *run) error {
+	deadline := time.Now().Add(startTimeout)
+	for {
+		select {
+		case <-r.done:
+			return fmt.Errorf("redis-server exited (%v): %s", r.err, lastLines(r.log.Bytes(), 5))
+		default:
+		}
+		err := ping(ctx, p.Addr())
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis-server did not answer PING within %s: %w: %s", startTimeout, err, lastLines(r.log.Bytes(), 5))
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	if !p.cluster {
+		return nil
+	}
+	// A fresh node serves no slots; one restarted in the same directory
+	// has them back from nodes.conf.
+	info, err := command(ctx, p.Addr(), "CLUSTER", "INFO")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(info, "cluster_slots_assigned:16384") {
+		if _, err := command(ctx, p.Addr(), "CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil {
+			return fmt.Errorf("assign cluster slots: %w", err)
+		}
+	}
+	for {
+		info, err := command(ctx, p.Addr(), "CLUSTER", "INFO")
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster did not become ready: %v %s", err, info)
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// stop ends the run and waits for it to exit.
+func (r *run) stop() {
+	// SIGTERM makes redis-server shut down at once; with persistence off it
+	// writes nothing.
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(startTimeout):
+		_ = r.cmd.Process.Kill()
+		<-r.done
+	}
+}
+
+// Server is one redis-server process a test started.
+type Server struct {
+	p *Process
+}
 
 // Start starts a redis-server on a free 127.0.0.1 port and stops it when tb
 // ends.
@@ -67,46 +347,28 @@ func Start(tb testing.TB) *Server {
 // slot routing and CROSSSLOT checks, against a real server.
 func StartCluster(tb testing.TB) *Server {
 	tb.Helper()
-	s := start(tb, true)
-	if _, err := command(s.Addr(), "CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil {
-		tb.Fatalf("redistest: assign cluster slots: %v", err)
-	}
-	deadline := time.Now().Add(startTimeout)
-	for {
-		info, err := command(s.Addr(), "CLUSTER", "INFO")
-		if err == nil && strings.Contains(info, "cluster_state:ok") {
-			return s
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("redistest: cluster did not become ready: %v %s", err, info)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return start(tb, true)
 }
 
 func start(tb testing.TB, cluster bool) *Server {
 	tb.Helper()
-	bin := findRedis(tb)
-	s := &Server{bin: bin, dir: tb.TempDir(), cluster: cluster}
-	tb.Cleanup(func() { s.stop() })
-
-	var lastErr error
-	for range 10 {
-		port, err := freePort()
-		if err != nil {
-			tb.Fatalf("redistest: find a free port: %v", err)
+	bin, err := FindServer(tb.Context(), "")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("redistest: %v", err)
 		}
-		s.port, s.busPort = port, 0
-		if lastErr = s.start(); lastErr == nil {
-			return s
-		}
+		tb.Skipf("redistest: %v (set CI=true to make this a failure)", err)
 	}
-	tb.Fatalf("redistest: start redis-server: %v", lastErr)
-	return nil
+	p, err := Launch(tb.Context(), Options{Bin: bin, Dir: tb.TempDir(), Cluster: cluster})
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	tb.Cleanup(p.Stop)
+	return &Server{p: p}
 }
 
 // Addr returns the server's host:port.
-func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+func (s *Server) Addr() string { return s.p.Addr() }
 
 // URL returns a redis:// URL for database 0 of the server.
 func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
@@ -114,69 +376,19 @@ func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 // Stop shuts the server down, for tests of an outage. Its data is lost.
 func (s *Server) Stop(tb testing.TB) {
 	tb.Helper()
-	s.stop()
+	s.p.Stop()
 }
 
 // Restart starts the server again on the same port, after Stop.
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
-	s.stop()
-	// The port was ours a moment ago; something else may briefly hold it
-	// (or the old socket may linger), so retry for a while.
-	deadline := time.Now().Add(startTimeout)
-	for {
-		err := s.start()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("redistest: restart redis-server on port %d: %v", s.port, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := s.p.Restart(tb.Context()); err != nil {
+		tb.Fatalf("redistest: %v", err)
 	}
-}
-
-func findRedis(tb testing.TB) string {
-	tb.Helper()
-	if bin, err := exec.LookPath("redis-server"); err == nil {
-		return bin
-	}
-	installOnce.Do(func() { installErr = install() })
-	if bin, err := exec.LookPath("redis-server"); err == nil {
-		return bin
-	}
-	msg := "redistest: redis-server is not on PATH"
-	if installErr != nil {
-		msg += " and installing it failed: " + installErr.Error()
-	}
-	if os.Getenv("CI") == "true" {
-		tb.Fatal(msg)
-	}
-	tb.Skip(msg + " (set CI=true to make this a failure)")
-	return ""
-}
-
-// install installs redis-server with apt-get, when that is possible.
-func install() error {
-	if os.Geteuid() != 0 {
-		return errors.New("not running as root")
-	}
-	apt, err := exec.LookPath("apt-get")
-	if err != nil {
-		return errors.New("apt-get not available")
-	}
-	for _, args := range [][]string{{"update"}, {"install", "-y", "redis-server"}} {
-		cmd := exec.Command(apt, args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("apt-get %s: %w: %s", strings.Join(args, " "), err, lastLines(out, 5))
-		}
-	}
-	return nil
 }
 
 // freePort asks the kernel for a free loopback port. Another process may take
-// it before redis-server binds it; Start retries with a new one if so.
+// it before redis-server binds it; Launch retries with a new one if so.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -186,86 +398,21 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (s *Server) start() error {
-	log := &syncBuffer{}
-	args := []string{
-		"--port", strconv.Itoa(s.port),
-		"--bind", "127.0.0.1",
-		"--save", "",
-		"--appendonly", "no",
-		"--dir", s.dir,
-		"--daemonize", "no",
-	}
-	if s.cluster {
-		// The cluster bus needs a port of its own (by default port+10000,
-		// which may be taken or out of range); nodes.conf in dir keeps the
-		// slot assignment across Restart.
-		if s.busPort == 0 {
-			port, err := freePort()
-			if err != nil {
-				return err
-			}
-			s.busPort = port
-		}
-		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(s.busPort))
-	}
-	cmd := exec.Command(s.bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	dieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	p := &process{cmd: cmd, log: log, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-
-	deadline := time.Now().Add(startTimeout)
-	for {
-		select {
-		case <-p.done:
-			return fmt.Errorf("redis-server exited (%v): %s", p.err, lastLines(log.Bytes(), 5))
-		default:
-		}
-		if ping(s.Addr()) == nil {
-			s.mu.Lock()
-			s.proc = p
-			s.mu.Unlock()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-p.done
-			return fmt.Errorf("redis-server did not answer PING within %s: %s", startTimeout, lastLines(log.Bytes(), 5))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *Server) stop() {
-	s.mu.Lock()
-	p := s.proc
-	s.proc = nil
-	s.mu.Unlock()
-	if p == nil {
-		return
-	}
-	// SIGTERM makes redis-server shut down at once; with persistence off it
-	// writes nothing.
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-p.done:
-	case <-time.After(startTimeout):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
 // ping checks that the server at addr answers PING.
-func ping(addr string) error {
-	reply, err := command(addr, "PING")
+func ping(ctx context.Context, addr string) error {
+	reply, err := command(ctx, addr, "PING")
 	if err != nil {
 		return err
 	}
@@ -277,8 +424,9 @@ func ping(addr string) error {
 
 // command sends one command in the inline protocol (arguments must not
 // contain spaces) and returns its status or bulk-string reply.
-func command(addr string, args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+func command(ctx context.Context, addr string, args ...string) (string, error) {
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return "", err
 	}

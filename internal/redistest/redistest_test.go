@@ -2,7 +2,13 @@ package redistest_test
 
 import (
 	"bufio"
+	"context"
+	"io"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +19,9 @@ import (
 	"chatd/internal/redistest"
 )
 
-// mustPing sends PING to addr and returns the reply line, or the error.
-func mustPing(tb testing.TB, addr string) (string, error) {
+// send sends one inline command to addr and returns its status line or the
+// body of its bulk reply, or the error.
+func send(tb testing.TB, addr, cmd string) (string, error) {
 	tb.Helper()
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -22,11 +29,53 @@ func mustPing(tb testing.TB, addr string) (string, error) {
 	}
 	defer conn.Close()
 	require.NoError(tb, conn.SetDeadline(time.Now().Add(time.Second)))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+	if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
 		return "", err
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	return strings.TrimSpace(line), err
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimSpace(line)
+	n, err := strconv.Atoi(strings.TrimPrefix(line, "$"))
+	if !strings.HasPrefix(line, "$") || err != nil || n < 0 {
+		return line, nil
+	}
+	body := make([]byte, n)
+	_, err = io.ReadFull(r, body)
+	return string(body), err
+}
+
+// mustFindServer returns the redis-server binary, skipping the test when
+// there is none (and failing it under CI=true, as Start does).
+func mustFindServer(tb testing.TB) string {
+	tb.Helper()
+	bin, err := redistest.FindServer(tb.Context(), "")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatal(err)
+		}
+		tb.Skip(err)
+	}
+	return bin
+}
+
+// newTestProcess launches a redis-server with opts and stops it when tb
+// ends.
+func newTestProcess(tb testing.TB, opts redistest.Options) *redistest.Process {
+	tb.Helper()
+	opts.Bin = mustFindServer(tb)
+	p, err := redistest.Launch(tb.Context(), opts)
+	require.NoError(tb, err)
+	tb.Cleanup(p.Stop)
+	return p
+}
+
+// mustPing sends PING to addr and returns the reply line, or the error.
+func mustPing(tb testing.TB, addr string) (string, error) {
+	tb.Helper()
+	return send(tb, addr, "PING")
 }
 
 func TestStartStopRestart(t *testing.T) {
@@ -61,4 +110,101 @@ func TestStartCluster(t *testing.T) {
 	reply, err := mustPing(t, srv.Addr())
 	require.NoError(t, err)
 	assert.Equal(t, "+PONG", reply)
+}
+
+func TestStartClusterRestart(t *testing.T) {
+	srv := redistest.StartCluster(t)
+	srv.Stop(t)
+	srv.Restart(t)
+	info, err := send(t, srv.Addr(), "CLUSTER INFO")
+	require.NoError(t, err)
+	assert.Contains(t, info, "cluster_state:ok", "nodes.conf keeps the slots across a restart")
+}
+
+func TestLaunchStopRestart(t *testing.T) {
+	tests := []struct {
+		name    string
+		cluster bool
+	}{
+		{name: "plain"},
+		// In a temporary directory the restarted node has no nodes.conf, so
+		// Restart assigns the slots again.
+		{name: "cluster", cluster: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newTestProcess(t, redistest.Options{Cluster: tt.cluster})
+			addr, dir := p.Addr(), p.Dir()
+			require.NotEmpty(t, dir)
+			assert.DirExists(t, dir)
+
+			reply, err := mustPing(t, addr)
+			require.NoError(t, err)
+			assert.Equal(t, "+PONG", reply)
+
+			p.Stop()
+			_, err = mustPing(t, addr)
+			assert.Error(t, err, "a stopped server does not answer")
+			assert.NoDirExists(t, dir, "Stop removes the temporary directory Launch made")
+			assert.Empty(t, p.Dir())
+			p.Stop() // a second Stop does nothing
+
+			require.NoError(t, p.Restart(t.Context()))
+			assert.Equal(t, addr, p.Addr(), "the restarted server keeps its address")
+			reply, err = mustPing(t, addr)
+			require.NoError(t, err)
+			assert.Equal(t, "+PONG", reply)
+			assert.DirExists(t, p.Dir())
+			if tt.cluster {
+				info, err := send(t, addr, "CLUSTER INFO")
+				require.NoError(t, err)
+				assert.Contains(t, info, "cluster_state:ok")
+			}
+		})
+	}
+}
+
+func TestLaunchKeepsGivenDir(t *testing.T) {
+	dir := t.TempDir()
+	p := newTestProcess(t, redistest.Options{Dir: dir})
+	assert.Equal(t, dir, p.Dir())
+	p.Stop()
+	assert.DirExists(t, dir, "Stop leaves a directory it did not make")
+}
+
+func TestLaunchFailure(t *testing.T) {
+	falseBin, err := exec.LookPath("false")
+	if err != nil {
+		t.Skip("no false binary")
+	}
+	tests := []struct {
+		name string
+		bin  string
+		want string
+	}{
+		{name: "missing binary", bin: filepath.Join(t.TempDir(), "no-such-redis-server"), want: "no such file"},
+		{name: "exits at once", bin: falseBin, want: "redis-server exited"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := redistest.Launch(t.Context(), redistest.Options{Bin: tt.bin})
+			require.Error(t, err)
+			assert.Nil(t, p)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestLaunchCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	p, err := redistest.Launch(ctx, redistest.Options{Bin: mustFindServer(t)})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, p)
+}
+
+func TestFindServerGivenBin(t *testing.T) {
+	got, err := redistest.FindServer(t.Context(), "/opt/redis/bin/redis-server")
+	require.NoError(t, err)
+	assert.Equal(t, "/opt/redis/bin/redis-server", got, "an explicit binary is used as given")
 }
