@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"chatd/internal/api"
 	"errors"
 	"fmt"
 	"net"
@@ -35,49 +36,63 @@ type config struct {
 	LogFormat        string        `envconfig:"LOG_FORMAT" default:"json"`
 }
 
-// loadConfig reads the CHATD_ variables and checks them.
+// loadConfig reads the CHATD_ variables and checks them. envconfig reads the
+// process environment itself, which is why run takes no getenv.
 func loadConfig() (config, error) {
 	var c config
 	if err := envconfig.Process("chatd", &c); err != nil {
+		var perr *envconfig.ParseError
+		if errors.As(err, &perr) {
+			return c, fmt.Errorf("CHATD_%s: %q is not a valid %s", perr.KeyName, perr.Value, kindOf(perr.TypeName))
+		}
 		return c, err
 	}
 	return c, c.validate()
 }
 
+// kindOf names a config field's Go type the way the README does.
+func kindOf(typeName string) string {
+	switch typeName {
+	case "time.Duration", "Duration":
+		return "duration (Go syntax, such as 15m or 60s)"
+	case "bool":
+		return "boolean (true or false)"
+	case "int", "int64":
+		return "whole number"
+	}
+	return typeName
+}
+
 func (c config) validate() error {
 	var errs []error
-	positive := map[string]time.Duration{
-		"CHATD_ELICITATION_TTL": c.ElicitationTTL, "CHATD_THREAD_TTL": c.ThreadTTL,
-		"CHATD_TURN_TIMEOUT": c.TurnTimeout, "CHATD_SHUTDOWN_TIMEOUT": c.ShutdownTimeout,
-	}
-	for name, d := range positive {
-		if d <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be positive", name))
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	if c.HeartbeatEvery < 0 {
-		errs = append(errs, errors.New("CHATD_SSE_HEARTBEAT must not be negative"))
-	}
-	if c.HistoryMax < 1 || c.HistoryWindow < 0 || c.MaxBodyBytes < 1 {
-		errs = append(errs, errors.New("CHATD_HISTORY_MAX and CHATD_MAX_BODY_BYTES must be positive, CHATD_HISTORY_WINDOW not negative"))
-	}
+	_, _, addrErr := net.SplitHostPort(c.Addr)
+	check(addrErr == nil, "CHATD_ADDR %q: want host:port, such as 127.0.0.1:8080", c.Addr)
+	check(c.ElicitationTTL >= time.Millisecond, "CHATD_ELICITATION_TTL must be at least 1ms")
+	check(c.ThreadTTL >= time.Millisecond, "CHATD_THREAD_TTL must be at least 1ms")
+	check(c.TurnTimeout >= time.Millisecond, "CHATD_TURN_TIMEOUT must be at least 1ms")
+	check(c.ShutdownTimeout >= c.TurnTimeout,
+		"CHATD_SHUTDOWN_TIMEOUT (%s) must be at least CHATD_TURN_TIMEOUT (%s), so shutdown can let running turns finish", c.ShutdownTimeout, c.TurnTimeout)
+	check(c.HeartbeatEvery >= 0, "CHATD_SSE_HEARTBEAT must not be negative (0 disables it)")
+	check(c.HistoryMax >= 1, "CHATD_HISTORY_MAX must be at least 1")
+	check(c.HistoryWindow >= 0, "CHATD_HISTORY_WINDOW must not be negative")
+	check(c.MaxBodyBytes >= 1, "CHATD_MAX_BODY_BYTES must be at least 1")
 	switch c.AuthMode {
 	case "none":
-		if !isLoopback(c.Addr) && !c.AllowAnonymous {
-			errs = append(errs, fmt.Errorf("refusing to serve %s without authentication: set CHATD_AUTH_MODE=apikey or header, or CHATD_ALLOW_ANONYMOUS=true", c.Addr))
-		}
-	case "apikey", "header":
+		check(addrErr != nil || isLoopback(c.Addr) || c.AllowAnonymous,
+			"refusing to serve %s without authentication: set CHATD_AUTH_MODE=apikey or header, or CHATD_ALLOW_ANONYMOUS=true", c.Addr)
+	case "apikey":
+		check(c.APIKeys != "" || c.APIKeysFile != "", "CHATD_AUTH_MODE=apikey needs keys in CHATD_API_KEYS or CHATD_API_KEYS_FILE")
+	case "header":
+		check(strings.TrimSpace(c.PrincipalHeader) != "", "CHATD_PRINCIPAL_HEADER must not be empty")
 	default:
 		errs = append(errs, fmt.Errorf("CHATD_AUTH_MODE %q: want none, apikey or header", c.AuthMode))
 	}
-	if c.AuthMode == "header" && strings.TrimSpace(c.PrincipalHeader) == "" {
-		errs = append(errs, errors.New("CHATD_PRINCIPAL_HEADER must not be empty"))
-	}
-	switch c.LogFormat {
-	case "json", "text":
-	default:
-		errs = append(errs, fmt.Errorf("CHATD_LOG_FORMAT %q: want json or text", c.LogFormat))
-	}
+	check(c.LogFormat == "json" || c.LogFormat == "text", "CHATD_LOG_FORMAT %q: want json or text", c.LogFormat)
 	return errors.Join(errs...)
 }
 
@@ -95,9 +110,12 @@ func isLoopback(addr string) bool {
 }
 
 // apiKeys reads principal:key pairs from CHATD_API_KEYS (comma-separated) and
-// CHATD_API_KEYS_FILE (one a line; blank lines and # comments skipped).
-func (c config) apiKeys() (map[string]string, error) {
-	keys := map[string]string{}
+// CHATD_API_KEYS_FILE (one a line; blank lines and # comments skipped). A
+// principal may have several keys (to rotate them); a key that belongs to
+// two principals is refused, since a request bearing it would be either.
+func (c config) apiKeys() ([]api.APIKey, error) {
+	var keys []api.APIKey
+	owner := map[string]string{}
 	add := func(entry, where string) error {
 		entry = strings.TrimSpace(entry)
 		if entry == "" || strings.HasPrefix(entry, "#") {
@@ -108,7 +126,11 @@ func (c config) apiKeys() (map[string]string, error) {
 		if !ok || principal == "" || key == "" {
 			return fmt.Errorf("%s: an entry is not principal:key", where)
 		}
-		keys[principal] = key
+		if prev, seen := owner[key]; seen && prev != principal {
+			return fmt.Errorf("%s: the same key is given to %s and %s", where, prev, principal)
+		}
+		owner[key] = principal
+		keys = append(keys, api.APIKey{Principal: principal, Key: key})
 		return nil
 	}
 	for _, entry := range strings.Split(c.APIKeys, ",") {
@@ -131,6 +153,9 @@ func (c config) apiKeys() (map[string]string, error) {
 		if err := sc.Err(); err != nil {
 			return nil, fmt.Errorf("CHATD_API_KEYS_FILE: %w", err)
 		}
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("CHATD_AUTH_MODE=apikey needs keys in CHATD_API_KEYS or CHATD_API_KEYS_FILE")
 	}
 	return keys, nil
 }

@@ -63,6 +63,13 @@ func run(ctx context.Context, logOut io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	// A store that is not reachable yet is no reason to refuse to start (it
+	// may come up later), but the operator should hear of it now.
+	pingCtx, cancelPing := context.WithTimeout(ctx, 2*time.Second)
+	if err := st.Ping(pingCtx); err != nil {
+		logger.Warn("store not reachable; /readyz fails and requests answer 503 until it is", "error", err.Error())
+	}
+	cancelPing()
 
 	heartbeat := cfg.HeartbeatEvery
 	if heartbeat == 0 {
@@ -104,7 +111,9 @@ func run(ctx context.Context, logOut io.Writer) error {
 	logger.Info("shutting down: draining running turns")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	errs := []error{httpServer.Shutdown(shutdownCtx), server.Drain(shutdownCtx)}
+	// Shutdown waits for every running handler, and a turn runs inside its
+	// handler even after its client has gone, so this drains the turns.
+	errs := []error{httpServer.Shutdown(shutdownCtx)}
 	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
 		errs = append(errs, err)
 	}
@@ -124,23 +133,33 @@ func newLogger(cfg config, out io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(out, opts)), nil
 }
 
-// builtins are the processors chatd ships; CHATD_PROCESSORS picks from them.
-var builtins = map[string]func() processor.Processor{
-	"demo": func() processor.Processor { return demo.New() },
-	"echo": func() processor.Processor { return echo.New() },
+// builtin returns the processor chatd ships under name; CHATD_PROCESSORS
+// picks from them. Register a new processor here.
+func builtin(name string) (processor.Processor, bool) {
+	switch name {
+	case "demo":
+		return demo.New(), true
+	case "echo":
+		return echo.New(), true
+	}
+	return nil, false
 }
 
 func newRegistry(cfg config) (*processor.Registry, error) {
 	enabled := map[string]processor.Processor{}
 	for _, name := range cfg.Processors {
 		name = strings.TrimSpace(name)
-		build, ok := builtins[name]
+		p, ok := builtin(name)
 		if !ok {
-			return nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q", name)
+			return nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q (built-ins: demo, echo)", name)
 		}
-		enabled[name] = build()
+		enabled[name] = p
 	}
-	return processor.NewRegistry(enabled, cfg.DefaultProcessor)
+	reg, err := processor.NewRegistry(enabled, cfg.DefaultProcessor)
+	if err != nil {
+		return nil, fmt.Errorf("CHATD_PROCESSORS, CHATD_DEFAULT_PROCESSOR: %w", err)
+	}
+	return reg, nil
 }
 
 func newAuth(cfg config) (api.Authenticator, error) {

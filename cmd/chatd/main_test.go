@@ -209,11 +209,15 @@ func TestConfigRefusesAnonymousOffLoopback(t *testing.T) {
 		{"anonymous allowed explicitly", map[string]string{"CHATD_ADDR": "0.0.0.0:8080", "CHATD_ALLOW_ANONYMOUS": "true"}, ""},
 		{"anonymous on loopback", map[string]string{"CHATD_ADDR": "127.0.0.1:0"}, ""},
 		{"anonymous on ipv6 loopback", map[string]string{"CHATD_ADDR": "[::1]:0"}, ""},
-		{"apikey off loopback", map[string]string{"CHATD_ADDR": "0.0.0.0:8080", "CHATD_AUTH_MODE": "apikey"}, ""},
+		{"apikey off loopback", map[string]string{"CHATD_ADDR": "0.0.0.0:8080", "CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS": "alice:k1"}, ""},
 		{"unknown auth mode", map[string]string{"CHATD_AUTH_MODE": "magic"}, "CHATD_AUTH_MODE"},
 		{"zero turn timeout", map[string]string{"CHATD_TURN_TIMEOUT": "0s"}, "CHATD_TURN_TIMEOUT"},
 		{"bad log format", map[string]string{"CHATD_LOG_FORMAT": "xml"}, "CHATD_LOG_FORMAT"},
-		{"bad duration", map[string]string{"CHATD_ELICITATION_TTL": "soon"}, "ELICITATION_TTL"},
+		{"bad duration", map[string]string{"CHATD_ELICITATION_TTL": "soon"}, `CHATD_ELICITATION_TTL: "soon" is not a valid duration`},
+		{"bad boolean", map[string]string{"CHATD_ALLOW_ANONYMOUS": "maybe"}, `CHATD_ALLOW_ANONYMOUS: "maybe" is not a valid boolean`},
+		{"address without port", map[string]string{"CHATD_ADDR": "nonsense"}, `CHATD_ADDR "nonsense": want host:port`},
+		{"shutdown shorter than a turn", map[string]string{"CHATD_TURN_TIMEOUT": "90s"}, "CHATD_SHUTDOWN_TIMEOUT (1m10s) must be at least CHATD_TURN_TIMEOUT (1m30s)"},
+		{"apikey without keys", map[string]string{"CHATD_AUTH_MODE": "apikey"}, "CHATD_API_KEYS or CHATD_API_KEYS_FILE"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,13 +237,14 @@ func TestConfigRefusesAnonymousOffLoopback(t *testing.T) {
 
 func TestRunFailsOnBadConfiguration(t *testing.T) {
 	cases := map[string]map[string]string{
-		"unknown processor":     {"CHATD_PROCESSORS": "echo,oracle"},
-		"default not enabled":   {"CHATD_PROCESSORS": "echo", "CHATD_DEFAULT_PROCESSOR": "demo"},
-		"apikey without keys":   {"CHATD_AUTH_MODE": "apikey"},
-		"malformed key entry":   {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS": "alice"},
-		"unparseable redis url": {"CHATD_REDIS_URL": "http://nowhere"},
-		"unparseable log level": {"CHATD_LOG_LEVEL": "loud"},
-		"missing api keys file": {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS_FILE": "/nonexistent/keys"},
+		"unknown processor":       {"CHATD_PROCESSORS": "echo,oracle"},
+		"default not enabled":     {"CHATD_PROCESSORS": "echo", "CHATD_DEFAULT_PROCESSOR": "demo"},
+		"apikey without keys":     {"CHATD_AUTH_MODE": "apikey"},
+		"malformed key entry":     {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS": "alice"},
+		"unparseable redis url":   {"CHATD_REDIS_URL": "http://nowhere"},
+		"unparseable log level":   {"CHATD_LOG_LEVEL": "loud"},
+		"missing api keys file":   {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS_FILE": "/nonexistent/keys"},
+		"one key, two principals": {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS": "alice:k1,bob:k1"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"unicode"
@@ -19,7 +20,7 @@ type Authenticator interface {
 	Challenge() string
 }
 
-var errUnauthenticated = errorf(http.StatusUnauthorized, "unauthorized", "missing or invalid credentials")
+var errUnauthenticated = errorf(http.StatusUnauthorized, "unauthorized", "missing or invalid credentials: send Authorization: Bearer <api key>")
 
 // AnonymousPrincipal is the one principal of auth mode none.
 const AnonymousPrincipal = "anonymous"
@@ -34,9 +35,15 @@ func (AnonymousAuth) Authenticate(*http.Request) (string, error) { return Anonym
 func (AnonymousAuth) Challenge() string { return "" }
 
 // APIKeyAuth is auth mode apikey: `Authorization: Bearer <key>`, each key
-// belonging to one principal.
+// belonging to one principal (a principal may have several).
 type APIKeyAuth struct {
 	keys []apiKey
+}
+
+// APIKey is one principal's key.
+type APIKey struct {
+	Principal string
+	Key       string
 }
 
 type apiKey struct {
@@ -44,20 +51,27 @@ type apiKey struct {
 	digest    [sha256.Size]byte
 }
 
-// NewAPIKeyAuth returns an authenticator for keys, a map of principal to key.
-func NewAPIKeyAuth(keys map[string]string) (*APIKeyAuth, error) {
+// NewAPIKeyAuth returns an authenticator for keys. It refuses an empty list,
+// an empty key, and a key given to two principals.
+func NewAPIKeyAuth(keys []APIKey) (*APIKeyAuth, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("auth mode apikey needs at least one key")
 	}
 	a := &APIKeyAuth{}
-	for principal, key := range keys {
-		if err := validPrincipal(principal); err != nil {
-			return nil, err
+	owner := map[[sha256.Size]byte]string{}
+	for _, k := range keys {
+		if err := validPrincipal(k.Principal); err != nil {
+			return nil, fmt.Errorf("api key principal %q: %w", k.Principal, err)
 		}
-		if key == "" {
-			return nil, errors.New("api key for principal " + principal + " is empty")
+		if k.Key == "" {
+			return nil, fmt.Errorf("api key for principal %s is empty", k.Principal)
 		}
-		a.keys = append(a.keys, apiKey{principal: principal, digest: sha256.Sum256([]byte(key))})
+		digest := sha256.Sum256([]byte(k.Key))
+		if prev, ok := owner[digest]; ok && prev != k.Principal {
+			return nil, fmt.Errorf("the same api key is given to %s and %s", prev, k.Principal)
+		}
+		owner[digest] = k.Principal
+		a.keys = append(a.keys, apiKey{principal: k.Principal, digest: digest})
 	}
 	return a, nil
 }
@@ -96,7 +110,7 @@ type HeaderAuth struct {
 func (h HeaderAuth) Authenticate(r *http.Request) (string, error) {
 	principal := r.Header.Get(h.Header)
 	if validPrincipal(principal) != nil {
-		return "", errUnauthenticated
+		return "", errorf(http.StatusUnauthorized, "unauthorized", "missing or invalid %s header", h.Header)
 	}
 	return principal, nil
 }

@@ -47,7 +47,7 @@ func TestTwoInstances(t *testing.T) {
 		}
 		wg.Go(func() {
 			<-start
-			responses[i] = ts.answer(t, alice, thread, second, map[string]any{"action": "accept", "content": map[string]any{"confirm": true}})
+			responses[i] = ts.answer(t, alice, thread, second, map[string]any{"action": "accept"})
 		})
 	}
 	close(start)

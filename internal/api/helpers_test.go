@@ -185,14 +185,9 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	require.NoError(tb, err)
 	srv := api.NewServer(api.Deps{Store: set.store, Processors: reg, Auth: set.auth, Config: set.config})
 	hs := httptest.NewServer(srv)
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-		defer cancel()
-		// Turns whose client left still run; let them finish before the
-		// store they write to is closed.
-		_ = srv.Drain(ctx)
-		hs.Close()
-	})
+	// Turns whose client left still run in their handlers; Close waits for
+	// them before the store they write to is closed.
+	tb.Cleanup(hs.Close)
 	return &testServer{Server: hs, store: set.store, echo: counting, v: openapitest.New(tb)}
 }
 

@@ -92,7 +92,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			elapsed := time.Since(start)
-			s.metrics.httpDuration.WithLabelValues(route, r.Method, strconv.Itoa(status)).Observe(elapsed.Seconds())
+			s.metrics.httpDuration.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(status)).Observe(elapsed.Seconds())
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("request_id", id),
 				slog.String("method", r.Method),
@@ -103,4 +103,15 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// methodLabel keeps the metric's method label to a fixed set: any client can
+// send any method, and every distinct label value is a new time series.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return method
+	}
+	return "other"
 }

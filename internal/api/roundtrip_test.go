@@ -236,9 +236,9 @@ func TestElicitationOutcomes(t *testing.T) {
 
 		t.Run("answered twice", func(t *testing.T) {
 			thread, eid := mustDemoPause(t, longTS, "delete")
-			longTS.mustAnswer(t, alice, thread, eid, map[string]any{"action": "accept", "content": map[string]any{"confirm": true}})
+			longTS.mustAnswer(t, alice, thread, eid, map[string]any{"action": "accept"})
 			historyBefore := longTS.mustHistoryRaw(t, alice, thread)
-			mustProblem(t, longTS.answer(t, alice, thread, eid, map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}),
+			mustProblem(t, longTS.answer(t, alice, thread, eid, map[string]any{"action": "accept"}),
 				http.StatusConflict, "elicitation_consumed")
 			mustProblem(t, longTS.answer(t, alice, thread, eid, map[string]any{"action": "cancel"}),
 				http.StatusConflict, "elicitation_consumed")

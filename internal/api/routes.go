@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
 	chatd "chatd"
 
@@ -15,8 +16,15 @@ func (s *Server) routes() http.Handler {
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
 		return errorf(http.StatusNotFound, "not_found", "no such route")
 	}).ServeHTTP)
-	r.MethodNotAllowed(s.handle(func(http.ResponseWriter, *http.Request) error {
-		return errorf(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route")
+	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, req *http.Request) error {
+		allowed := allowedMethods(r, req.URL.Path)
+		if len(allowed) == 0 {
+			// chi lands here for any unknown method, even on a path it
+			// does not serve.
+			return errorf(http.StatusNotFound, "not_found", "no such route")
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		return errorf(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route; allowed: %s", strings.Join(allowed, ", "))
 	}).ServeHTTP)
 
 	r.Method(http.MethodGet, "/healthz", s.handle(s.handleHealthz))
@@ -37,4 +45,16 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodPost, "/threads/{thread_id}/elicitations/{elicitation_id}", s.handle(s.handleAnswer))
 	})
 	return r
+}
+
+// allowedMethods lists the methods router serves on path, for a 405's Allow
+// header.
+func allowedMethods(router chi.Routes, path string) []string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if router.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
 }

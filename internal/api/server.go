@@ -8,7 +8,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"chatd/internal/processor"
@@ -103,10 +102,6 @@ type Server struct {
 	// windows are the history windows of processors that read less than
 	// cfg.HistoryWindow.
 	windows map[string]int
-
-	// turns counts running turns, so shutdown can wait for them even when
-	// their client has gone.
-	turns sync.WaitGroup
 }
 
 // NewServer wires the routes. Missing optional deps get defaults: no auth
@@ -137,18 +132,6 @@ func NewServer(d Deps) *Server {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
-
-// Drain waits until every running turn has been persisted or ctx ends.
-func (s *Server) Drain(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { s.turns.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return errors.New("shutdown: turns still running when the drain timeout ended")
-	}
-}
 
 // handlerFunc is a handler that returns its error for one place to write.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error

@@ -78,7 +78,7 @@ func TestTenancy(t *testing.T) {
 
 func TestAPIKeyAuth(t *testing.T) {
 	t.Parallel()
-	auth, err := api.NewAPIKeyAuth(map[string]string{"alice": "k1", "bob": "k2"})
+	auth, err := api.NewAPIKeyAuth([]api.APIKey{{Principal: "alice", Key: "k1"}, {Principal: "bob", Key: "k2"}})
 	require.NoError(t, err)
 	ts := newTestServer(t, withAuth(auth))
 	bearer := func(key string) http.Header { return http.Header{"Authorization": {"Bearer " + key}} }
@@ -134,4 +134,19 @@ func TestAnswerToMissingThread(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestAPIKeyRotationAndConflicts(t *testing.T) {
+	t.Parallel()
+	auth, err := api.NewAPIKeyAuth([]api.APIKey{{Principal: "alice", Key: "old"}, {Principal: "alice", Key: "new"}})
+	require.NoError(t, err)
+	ts := newTestServer(t, withAuth(auth))
+	resp := ts.do(t, testRequest{method: http.MethodPost, path: "/v1/threads", header: http.Header{"Authorization": {"Bearer old"}}})
+	mustStatus(t, resp, http.StatusCreated)
+	thread := mustDecode[wireThread](t, resp.Body).ID
+	mustStatus(t, ts.do(t, testRequest{method: http.MethodGet, path: "/v1/threads/" + thread,
+		header: http.Header{"Authorization": {"Bearer new"}}}), http.StatusOK)
+
+	_, err = api.NewAPIKeyAuth([]api.APIKey{{Principal: "alice", Key: "same"}, {Principal: "bob", Key: "same"}})
+	assert.ErrorContains(t, err, "the same api key is given to alice and bob")
 }

@@ -25,7 +25,8 @@ type threadView struct {
 }
 
 func newThreadView(t store.Thread, p *store.Pending) threadView {
-	v := threadView{ID: t.ID, Processor: t.Processor, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC()}
+	v := threadView{ID: t.ID, Processor: t.Processor,
+		CreatedAt: t.CreatedAt.UTC().Truncate(time.Millisecond), UpdatedAt: t.UpdatedAt.UTC().Truncate(time.Millisecond)}
 	if p != nil {
 		expires := p.ExpiresAt.UTC()
 		v.PendingElicitation, v.PendingExpiresAt = p.Request, &expires
@@ -101,7 +102,7 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) erro
 			return verr
 		}
 	}
-	now := time.Now().UTC()
+	now := blocks.Now()
 	t := store.Thread{ID: blocks.NewID(), Owner: principalFrom(r.Context()), Processor: name, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateThread(r.Context(), t); err != nil {
 		return err

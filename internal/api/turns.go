@@ -112,7 +112,7 @@ func parseTurnRequest(body []byte) (blocks.Message, error) {
 		verr.Merge(err)
 		list = decoded
 	}
-	verr.Merge(blocks.ValidateMeta(req.Meta, "_meta"))
+	verr.Merge(validateClientMeta(req.Meta))
 	if err := verr.Err(); err != nil {
 		return blocks.Message{}, err
 	}
@@ -120,6 +120,24 @@ func parseTurnRequest(body []byte) (blocks.Message, error) {
 		return blocks.Message{}, errorf(http.StatusBadRequest, "invalid_request", "message: must not be empty unless content_blocks are given")
 	}
 	return blocks.NewMessage(blocks.RoleUser, *req.Message, list, req.Meta), nil
+}
+
+// chatdRecords are the _meta keys with which chatd records the elicitation
+// protocol in history; a client that could set them could forge a question
+// or an answer in a replayed conversation.
+var chatdRecords = []string{blocks.MetaElicitationID, blocks.MetaElicitationResult}
+
+// validateClientMeta checks a client's _meta: the key grammar, and none of
+// the keys chatd alone writes.
+func validateClientMeta(meta map[string]any) error {
+	verr := &blocks.ValidationError{}
+	verr.Merge(blocks.ValidateMeta(meta, "_meta"))
+	for _, key := range chatdRecords {
+		if _, ok := meta[key]; ok {
+			verr.Add(fmt.Sprintf("_meta[%q]", key), "is written by chatd only")
+		}
+	}
+	return verr.Err()
 }
 
 // idempotencyKey returns the Idempotency-Key header, if any.
@@ -174,7 +192,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
-	if err := blocks.ValidateMeta(req.Meta, "_meta"); err != nil {
+	if err := validateClientMeta(req.Meta); err != nil {
 		return err
 	}
 	principal := principalFrom(r.Context())
@@ -321,8 +339,6 @@ func (s *Server) release(start store.TurnStart) {
 // JSON or as a stream. The turn does not depend on the client staying
 // connected: it runs to completion, bounded by the turn timeout.
 func (s *Server) runTurn(w http.ResponseWriter, r *http.Request, job turnJob) error {
-	s.turns.Add(1)
-	defer s.turns.Done()
 	thread := job.start.Thread
 	proc, err := s.processors.Get(thread.Processor)
 	if err != nil {
@@ -382,8 +398,10 @@ func (s *Server) completeTurn(reqCtx context.Context, job turnJob, proc processo
 
 	job.input.ThreadID, job.input.Principal, job.input.History = thread.ID, thread.Owner, job.start.History
 	out, err := invoke(procCtx, proc, job.input, emit)
+	var commit store.Commit
+	var body []byte
 	if err == nil {
-		err = checkOutput(out)
+		commit, body, err = s.buildCommit(job, out, assistantID)
 	}
 	if err != nil {
 		s.release(job.start)
@@ -394,10 +412,37 @@ func (s *Server) completeTurn(reqCtx context.Context, job turnJob, proc processo
 		}
 		return nil, &Error{Status: http.StatusBadGateway, Code: "processor_failed", Detail: detail, Err: err}
 	}
+	if err := s.store.CommitTurn(ctx, commit); err != nil {
+		s.metrics.turns.WithLabelValues(thread.Processor, statusFailed).Inc()
+		if errors.Is(err, store.ErrLockLost) {
+			return nil, &Error{Status: http.StatusBadGateway, Code: "processor_failed",
+				Detail: "the turn did not finish within the turn timeout", Err: err}
+		}
+		return nil, err
+	}
+	status := statusCompleted
+	if commit.Pause != nil {
+		status = statusInputRequired
+		s.metrics.elicitations.WithLabelValues(thread.Processor, "created").Inc()
+	}
+	s.metrics.turns.WithLabelValues(thread.Processor, status).Inc()
+	if job.answer != "" {
+		s.metrics.elicitations.WithLabelValues(thread.Processor, answerEvent[job.answer]).Inc()
+	}
+	return body, nil
+}
 
+// buildCommit turns a processor's output into the turn's commit and its
+// encoded TurnResult. An error means the output cannot be persisted as it
+// is, which is the processor's failure.
+func (s *Server) buildCommit(job turnJob, out processor.Output, assistantID string) (store.Commit, []byte, error) {
+	if err := blocks.ValidateMeta(out.Meta, "_meta"); err != nil {
+		return store.Commit{}, nil, fmt.Errorf("processor output: %w", err)
+	}
+	thread := job.start.Thread
 	assistant := blocks.Message{
 		ID: assistantID, Role: blocks.RoleAssistant, Text: out.Text,
-		Timestamp: time.Now().UTC(), ContentBlocks: out.Blocks, Meta: out.Meta,
+		Timestamp: blocks.Now(), ContentBlocks: out.Blocks, Meta: out.Meta,
 	}
 	result := turnResult{
 		ThreadID: thread.ID, Status: statusCompleted, UserMessage: job.userMsg,
@@ -405,10 +450,9 @@ func (s *Server) completeTurn(reqCtx context.Context, job turnJob, proc processo
 	}
 	commit := store.Commit{ThreadID: thread.ID, LockToken: job.start.LockToken, Consumed: job.consumed}
 	if out.Pause != nil {
-		request, err := marshal(out.Pause.Request)
+		request, err := encodePause(out.Pause)
 		if err != nil {
-			s.release(job.start)
-			return nil, fmt.Errorf("encoding elicitation: %w", err)
+			return store.Commit{}, nil, err
 		}
 		// Millisecond precision: the stores keep expiry in milliseconds, and the
 		// TurnResult must show the same instant a later GET of the thread does.
@@ -430,8 +474,7 @@ func (s *Server) completeTurn(reqCtx context.Context, job turnJob, proc processo
 	}
 	body, err := marshal(result)
 	if err != nil {
-		s.release(job.start)
-		return nil, fmt.Errorf("encoding turn result: %w", err)
+		return store.Commit{}, nil, fmt.Errorf("processor output: %w", err)
 	}
 	commit.Messages = []blocks.Message{job.userMsg, assistant}
 	if job.idempotency != nil {
@@ -439,22 +482,23 @@ func (s *Server) completeTurn(reqCtx context.Context, job turnJob, proc processo
 		rec.Result = body
 		commit.Idempotency = &rec
 	}
-	if err := s.store.CommitTurn(ctx, commit); err != nil {
-		s.metrics.turns.WithLabelValues(thread.Processor, statusFailed).Inc()
-		if errors.Is(err, store.ErrLockLost) {
-			return nil, &Error{Status: http.StatusBadGateway, Code: "processor_failed",
-				Detail: "the turn did not finish within the turn timeout", Err: err}
-		}
-		return nil, err
+	return commit, body, nil
+}
+
+// encodePause encodes a pause's request as it will be stored, checking that
+// it decodes again: the answer, on whichever instance, must find it intact.
+func encodePause(p *processor.Pause) ([]byte, error) {
+	if p.Request == nil {
+		return nil, errors.New("processor output: pause without an elicitation request")
 	}
-	s.metrics.turns.WithLabelValues(thread.Processor, result.Status).Inc()
-	if job.answer != "" {
-		s.metrics.elicitations.WithLabelValues(thread.Processor, answerEvent[job.answer]).Inc()
+	request, err := marshal(p.Request)
+	if err == nil {
+		_, err = elicit.DecodeRequest(request)
 	}
-	if out.Pause != nil {
-		s.metrics.elicitations.WithLabelValues(thread.Processor, "created").Inc()
+	if err != nil {
+		return nil, fmt.Errorf("processor output: elicitation request: %w", err)
 	}
-	return body, nil
+	return request, nil
 }
 
 var answerEvent = map[elicit.Action]string{elicit.Accept: "accepted", elicit.Decline: "declined", elicit.Cancel: "cancelled"}
@@ -466,30 +510,35 @@ func (s *Server) processorBudget() time.Duration {
 	return s.cfg.TurnTimeout - margin
 }
 
-// invoke runs the processor, turning a panic into an error: a faulty plugin
-// fails its turn, not the server.
-func invoke(ctx context.Context, proc processor.Processor, in processor.Input, emit processor.Emit) (out processor.Output, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("processor panicked: %v", v)
-		}
+// invoke runs the processor until it answers or ctx ends. A panic becomes an
+// error: a faulty plugin fails its turn, not the server. A processor that
+// ignores its context is left to finish in the background and its late
+// output discarded, so the turn timeout holds whatever the plugin does.
+func invoke(ctx context.Context, proc processor.Processor, in processor.Input, emit processor.Emit) (processor.Output, error) {
+	type outcome struct {
+		out processor.Output
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		defer func() {
+			if v := recover(); v != nil {
+				o.err = fmt.Errorf("processor panicked: %v", v)
+			}
+			done <- o
+		}()
+		o.out, o.err = proc.Process(ctx, in, emit)
 	}()
-	out, err = proc.Process(ctx, in, emit)
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
+	select {
+	case o := <-done:
+		if o.err == nil && ctx.Err() != nil {
+			o.err = ctx.Err()
+		}
+		return o.out, o.err
+	case <-ctx.Done():
+		return processor.Output{}, ctx.Err()
 	}
-	return out, err
-}
-
-// checkOutput rejects output chatd must not persist.
-func checkOutput(out processor.Output) error {
-	if err := blocks.ValidateMeta(out.Meta, "_meta"); err != nil {
-		return fmt.Errorf("processor output: %w", err)
-	}
-	if out.Pause != nil && out.Pause.Request == nil {
-		return errors.New("processor output: pause without an elicitation request")
-	}
-	return nil
 }
 
 func withMeta(meta map[string]any, key string, value any) map[string]any {

@@ -31,17 +31,21 @@ type Message struct {
 }
 
 // NewMessage returns a message with a fresh time-ordered ID and the current
-// time in UTC.
+// time (see Now).
 func NewMessage(role Role, text string, contentBlocks []ContentBlock, meta map[string]any) Message {
 	return Message{
 		ID:            NewID(),
 		Role:          role,
 		Text:          text,
-		Timestamp:     time.Now().UTC(),
+		Timestamp:     Now(),
 		ContentBlocks: contentBlocks,
 		Meta:          meta,
 	}
 }
+
+// Now is the current time as messages record it: UTC, to the millisecond,
+// the precision every timestamp chatd serves has.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 
 // NewID mints a UUIDv7: IDs sort by creation time, which history paging
 // relies on.

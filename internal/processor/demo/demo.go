@@ -451,12 +451,10 @@ var deleteMessage = fmt.Sprintf("Delete %d items?", deleteCount)
 
 var deleteProse = fmt.Sprintf("Delete %d items? This cannot be undone.", deleteCount)
 
-var deleteSchema = json.RawMessage(fmt.Sprintf(`{
-  "type": "object",
-  "properties": {
-    "confirm": {"type": "boolean", "title": "Delete %d items", "default": false}
-  }
-}`, deleteCount))
+// deleteSchema asks nothing but the question itself: accept is yes,
+// decline is no, cancel dismisses it. A schema-free confirm leaves a
+// frontend nothing to fill in and no default to misread.
+var deleteSchema = json.RawMessage(`{"type": "object", "properties": {}}`)
 
 const tagsMessage = "Which topics interest you? Pick one to three."
 
@@ -632,18 +630,12 @@ func asInt(v any) (int64, bool) {
 func deleteResult(res elicit.Result) reply {
 	switch res.Action {
 	case elicit.Accept:
-		// A confirm dialog may post accept without content: the OK button
-		// is the confirmation. Only an explicit false keeps the items.
-		confirm, present := res.Content["confirm"].(bool)
-		if !present || confirm {
-			meta := statusMeta("delete", fmt.Sprintf("%d items deleted", deleteCount), "done")
-			meta[blocks.MetaSuggestedReplies] = suggestions(cmdUnknown)
-			return reply{out: processor.Output{
-				Text: fmt.Sprintf("Deleted %d items.", deleteCount),
-				Meta: meta,
-			}}
-		}
-		fallthrough
+		meta := statusMeta("delete", fmt.Sprintf("%d items deleted", deleteCount), "done")
+		meta[blocks.MetaSuggestedReplies] = suggestions(cmdUnknown)
+		return reply{out: processor.Output{
+			Text: fmt.Sprintf("Deleted %d items.", deleteCount),
+			Meta: meta,
+		}}
 	case elicit.Decline:
 		return reply{out: processor.Output{
 			Text: "Nothing was deleted. Your items are safe.",

@@ -390,9 +390,8 @@ func TestDeleteConfirm(t *testing.T) {
 		wantText   string
 		wantStatus bool
 	}{
-		{"accept true", elicit.Result{Action: elicit.Accept, Content: map[string]any{"confirm": true}}, "Deleted 10 items.", true},
-		{"accept without content", elicit.Result{Action: elicit.Accept}, "Deleted 10 items.", true},
-		{"accept false", elicit.Result{Action: elicit.Accept, Content: map[string]any{"confirm": false}}, "Nothing was deleted.", false},
+		{"accept", elicit.Result{Action: elicit.Accept}, "Deleted 10 items.", true},
+		{"accept with empty content", elicit.Result{Action: elicit.Accept, Content: map[string]any{}}, "Deleted 10 items.", true},
 		{"decline", elicit.Result{Action: elicit.Decline}, "Nothing was deleted.", false},
 		{"cancel", elicit.Result{Action: elicit.Cancel}, "Cancelled — nothing changed.", false},
 	}
