@@ -29,7 +29,10 @@ type Processor interface {
 	// Process runs one turn. It calls emit for each text delta it streams (the
 	// concatenated deltas should equal Output.Text) and returns the final
 	// output, or an error that fails the turn with nothing persisted. It must
-	// honour ctx: the turn timeout and shutdown cancel it.
+	// honour ctx: the turn timeout cancels it. (A client going away or the
+	// server shutting down does not: the turn finishes and is persisted.)
+	// A processor that ignores ctx is abandoned at the timeout and its
+	// output discarded.
 	Process(ctx context.Context, in Input, emit Emit) (Output, error)
 }
 
