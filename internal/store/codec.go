@@ -164,10 +164,18 @@ func decodeMessage(b []byte) (blocks.Message, error) {
 
 // newLockToken returns a fresh random token naming one holder of a thread's
 // turn lock.
-func newLockToken() (string, error) {
+func newLockToken() (string, error) { return randomHex("lock token") }
+
+// newCallID returns a fresh random ID naming one CreateThread or CommitTurn
+// call. The script stores it with what it wrote, so a re-send of the same
+// call (same ID) can tell that it already ran, while another call — even one
+// with the same thread or lock token — cannot pass for it.
+func newCallID() (string, error) { return randomHex("call id") }
+
+func randomHex(what string) (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("store: lock token: %w", err)
+		return "", fmt.Errorf("store: %s: %w", what, err)
 	}
 	return hex.EncodeToString(b[:]), nil
 }

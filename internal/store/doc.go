@@ -47,7 +47,9 @@
 // them in one slot and one script may touch them all:
 //
 //	chatd:{T}:thread        hash: owner, processor, created, updated (RFC 3339,
-//	                        nanoseconds), seq (last history position used)
+//	                        nanoseconds), seq (last history position used),
+//	                        create_call, last_commit (call IDs of the
+//	                        create and of the latest commit)
 //	chatd:{T}:msgs          sorted set: message ID scored by history position
 //	chatd:{T}:msgdata       hash: message ID → message JSON
 //	chatd:{T}:pending       hash: id, data (JSON: request, base64 state,
@@ -73,8 +75,45 @@
 // commit or release). Scripts read the time from Redis (TIME) for
 // idempotency expiry, so instances' clocks do not matter there.
 //
+// # Retries
+//
+// go-redis re-sends a command whose reply does not arrive within ReadTimeout
+// (up to MaxRetries times), and the first send may well have run: Redis was
+// slow, not deaf. So every script is idempotent per call — run twice with
+// the same arguments, the second run writes nothing more and answers as the
+// first did. A begin's lock token and a create's or commit's random call ID
+// are minted once per method call, before the script is sent, so a re-send
+// carries the same one, and no other call does: a second CommitTurn with an
+// already committed token, or a second CreateThread of an existing thread,
+// is refused as before.
+//
+//   - BeginTurn and BeginResume finding the lock held by their own token
+//     (and, for a resume, claiming the same elicitation) answer OK with the
+//     same thread and window, instead of ErrBusy or ErrElicitationConsumed
+//     that would leave the thread locked for the lock's TTL.
+//   - CommitTurn records its call ID as the thread's last_commit; a commit
+//     whose token no longer holds the lock but whose call ID is last_commit
+//     was already applied, and answers OK instead of ErrLockLost — which
+//     would tell the client nothing was kept while the turn is in history.
+//     Only the latest commit is remembered: a re-send arriving after another
+//     turn has begun and committed still gets ErrLockLost.
+//   - CreateThread records its call ID as create_call; finding the thread
+//     with its own call ID answers OK instead of an "already exists" error.
+//   - Release repeated after it succeeded answers ErrLockLost: the state is
+//     the same, and a release's error changes nothing for its caller.
+//   - DeleteThread repeated after it succeeded answers ErrNotFound, with the
+//     same end state; GetThread and History only read.
+//
+// Memory runs each operation exactly once and needs none of this.
+//
+// # Errors
+//
 // Errors that mean Redis cannot be reached or cannot serve (network errors,
-// timeouts, a closed pool, LOADING, CLUSTERDOWN, …) match ErrUnavailable with
-// errors.Is and keep their cause in the chain; a cancelled context does not.
-// The client reconnects by itself once Redis is back.
+// timeouts, a closed pool, LOADING, CLUSTERDOWN, TRYAGAIN, MASTERDOWN,
+// READONLY, …) or refuses this client by configuration (NOAUTH, WRONGPASS,
+// NOPERM: credentials or ACL) match ErrUnavailable with errors.Is and keep
+// their cause in the chain; a cancelled context does not. None of them is a
+// request's fault, so the API answers 503 and readiness fails rather than
+// reporting an internal error. The client reconnects by itself once Redis is
+// back.
 package store

@@ -158,9 +158,13 @@ func (r *Redis) run(ctx context.Context, op string, s *redis.Script, keys []stri
 	return status, reply[1:], nil
 }
 
-// wrapRedisError marks errors that mean the server cannot be reached, or
-// cannot serve right now, as ErrUnavailable, keeping the cause in the chain.
-// A cancelled context is the caller's doing and is not marked.
+// wrapRedisError marks errors that mean the server cannot be reached, cannot
+// serve right now, or refuses this client by configuration (credentials,
+// ACL), as ErrUnavailable, keeping the cause in the chain. None of them is
+// the request's fault, and a request cannot fix them: the API answers 503
+// and readiness fails, so the instance is taken out of rotation until the
+// deployment is fixed. A cancelled context is the caller's doing and is not
+// marked.
 func wrapRedisError(op string, err error) error {
 	if isUnavailable(err) {
 		return fmt.Errorf("store: %s: %w: %w", op, ErrUnavailable, err)
@@ -188,7 +192,7 @@ func isUnavailable(err error) bool {
 	}
 	return redis.IsLoadingError(err) || redis.IsClusterDownError(err) || redis.IsTryAgainError(err) ||
 		redis.IsMasterDownError(err) || redis.IsReadOnlyError(err) || redis.IsMaxClientsError(err) ||
-		redis.IsOOMError(err)
+		redis.IsOOMError(err) || redis.IsAuthError(err) || redis.IsPermissionError(err)
 }
 
 func unexpectedStatus(op, status string) error {
@@ -279,9 +283,13 @@ func (r *Redis) CreateThread(ctx context.Context, t Thread) error {
 	if err != nil {
 		return err
 	}
+	call, err := newCallID()
+	if err != nil {
+		return err
+	}
 	k := keysFor(t.ID)
 	status, _, err := r.run(ctx, "create thread", createScript, []string{k.thread},
-		t.Owner, t.Processor, formatTime(t.CreatedAt), formatTime(t.UpdatedAt), r.opts.ThreadTTL.Milliseconds())
+		t.Owner, t.Processor, formatTime(t.CreatedAt), formatTime(t.UpdatedAt), r.opts.ThreadTTL.Milliseconds(), call)
 	if err != nil {
 		return err
 	}
@@ -448,7 +456,8 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 // CommitTurn writes a turn's outcome and releases its lock, all or nothing.
 // It returns ErrNotFound when the thread was deleted, ErrLockLost when
 // c.LockToken no longer holds the lock, and ErrUnavailable when Redis cannot
-// be reached (the outcome is then unknown).
+// be reached (the outcome is then unknown). A re-send of this call's script
+// that finds its own commit done answers as the commit did.
 func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	enc, err := encodeMessages(c.Messages)
 	if err != nil {
@@ -471,12 +480,16 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 		}
 		idemField, idemData = idempotencyField(c.Idempotency.Principal, c.Idempotency.Key), string(b)
 	}
-	args := make([]any, 0, 12+2*len(enc))
+	call, err := newCallID()
+	if err != nil {
+		return err
+	}
+	args := make([]any, 0, 13+2*len(enc))
 	args = append(args,
 		c.LockToken, formatTime(time.Now()), r.opts.HistoryMax, r.opts.ThreadTTL.Milliseconds(),
 		c.Consumed, pauseID, pauseData, pauseExpires,
 		idemField, idemData, r.opts.IdempotencyTTL.Milliseconds(),
-		len(enc))
+		call, len(enc))
 	for _, e := range enc {
 		args = append(args, e.id, e.data)
 	}
@@ -500,7 +513,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 
 // Release ends a begun turn without writing anything, un-claiming the
 // elicitation a resume claimed. It returns ErrLockLost when lockToken no
-// longer holds the lock.
+// longer holds the lock, which includes a re-send of a release that ran.
 func (r *Redis) Release(ctx context.Context, threadID, lockToken string) error {
 	status, _, err := r.run(ctx, "release", releaseScript, []string{keysFor(threadID).lock}, lockToken)
 	if err != nil {

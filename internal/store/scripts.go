@@ -7,6 +7,16 @@ import "github.com/redis/go-redis/v9"
 // because a script names only one thread's keys (all in one hash slot) it
 // runs on one Cluster node. Scripts answer with an array whose first element
 // is a status word; "OK" is followed by the operation's data.
+//
+// Every script that writes is idempotent for a repeated call with the same
+// arguments: go-redis re-sends a command whose reply did not arrive in time
+// (ReadTimeout, MaxRetries), although the first send may have run. A begin's
+// lock token and a create's or commit's call ID are minted once per store
+// call, so a re-sent script carries the same one and recognises the state
+// its first run left: it then answers as the first run did instead of BUSY,
+// CONSUMED, LOCKLOST or EXISTS, which would report a failure for work that
+// was done. Another call never carries that token or ID, so it is refused as
+// before.
 
 // luaHelpers is prepended to every script.
 const luaHelpers = `
@@ -79,10 +89,16 @@ end
 
 func newScript(body string) *redis.Script { return redis.NewScript(luaHelpers + body) }
 
-// createScript: KEYS thread; ARGV owner, processor, created, updated, ttl_ms.
+// createScript: KEYS thread; ARGV owner, processor, created, updated, ttl_ms,
+// call id. Returns EXISTS | OK. A thread holding this call's ID was written
+// by a first run of this call whose reply was lost.
 var createScript = newScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return {'EXISTS'} end
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'processor', ARGV[2], 'created', ARGV[3], 'updated', ARGV[4], 'seq', 0)
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HGET', KEYS[1], 'create_call') == ARGV[6] then return {'OK'} end
+  return {'EXISTS'}
+end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'processor', ARGV[2], 'created', ARGV[3], 'updated', ARGV[4], 'seq', 0,
+  'create_call', ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return {'OK'}
 `)
@@ -107,7 +123,9 @@ return {'OK'}
 // ARGV principal, idempotency field (empty for none), token, lock_ttl_ms,
 // window, then processor and window pairs.
 // Returns NOTFOUND | REPLAY + thread + record | BUSY | PENDING + pending JSON
-// | OK + thread + window messages.
+// | OK + thread + window messages. A lock held by ARGV token was taken by a
+// first run of this call: nothing can have changed under it, so the answer
+// is the first run's again.
 var beginTurnScript = newScript(`
 local t = owned_thread(KEYS[1], ARGV[1])
 if not t then return {'NOTFOUND'} end
@@ -118,18 +136,28 @@ if ARGV[2] ~= '' then
     return {'REPLAY', t[1], t[2], t[3], t[4], rec}
   end
 end
-if redis.call('EXISTS', KEYS[2]) == 1 then return {'BUSY'} end
+local function ok()
+  return append_all({'OK', t[1], t[2], t[3], t[4]}, window(KEYS[4], KEYS[5], window_size(t[2], 5)))
+end
+local held = redis.call('GET', KEYS[2])
+if held then
+  local token, claim = lock_parts(held)
+  if token == ARGV[3] and claim == '' then return ok() end
+  return {'BUSY'}
+end
 local p = redis.call('HGET', KEYS[3], 'data')
 if p then return {'PENDING', p} end
 redis.call('SET', KEYS[2], ARGV[3] .. '|', 'PX', ARGV[4])
-return append_all({'OK', t[1], t[2], t[3], t[4]}, window(KEYS[4], KEYS[5], window_size(t[2], 5)))
+return ok()
 `)
 
 // beginResumeScript: KEYS thread, lock, pending, msgs, msgdata, elicitations;
 // ARGV principal, elicitation id, token, lock_ttl_ms, window, then
 // processor and window pairs.
 // Returns NOTFOUND | BUSY | CONSUMED | EXPIRED | UNKNOWN
-// | OK + thread + pending JSON + window messages.
+// | OK + thread + pending JSON + window messages. A claim on this
+// elicitation held by ARGV token was taken by a first run of this call, which
+// answered OK; so does the repeat.
 var beginResumeScript = newScript(`
 local t = owned_thread(KEYS[1], ARGV[1])
 if not t then return {'NOTFOUND'} end
@@ -138,11 +166,12 @@ local p = redis.call('HMGET', KEYS[3], 'id', 'data')
 if p[1] and p[1] == id then
   local held = redis.call('GET', KEYS[2])
   if held then
-    local _, claim = lock_parts(held)
-    if claim == id then return {'CONSUMED'} end
-    return {'BUSY'}
+    local token, claim = lock_parts(held)
+    if claim == id and token ~= ARGV[3] then return {'CONSUMED'} end
+    if claim ~= id then return {'BUSY'} end
+  else
+    redis.call('SET', KEYS[2], ARGV[3] .. '|' .. id, 'PX', ARGV[4])
   end
-  redis.call('SET', KEYS[2], ARGV[3] .. '|' .. id, 'PX', ARGV[4])
   return append_all({'OK', t[1], t[2], t[3], t[4], p[2]}, window(KEYS[4], KEYS[5], window_size(t[2], 5)))
 end
 local state = redis.call('HGET', KEYS[6], id)
@@ -155,23 +184,33 @@ return {'UNKNOWN'}
 // idem, idemexp; ARGV 1 token, 2 updated, 3 history_max, 4 thread_ttl_ms,
 // 5 consumed id, 6 pause id, 7 pause JSON, 8 pause expires_at_ms,
 // 9 idempotency field, 10 idempotency record, 11 idempotency_ttl_ms,
-// 12 message count, then id, JSON for each message.
+// 12 call id, 13 message count, then id, JSON for each message.
 // Returns NOTFOUND | LOCKLOST | OK.
+// Every commit records its call ID as the thread's last_commit: when ARGV
+// token no longer holds the lock because a first run of this call committed
+// and released it, the repeat answers OK and writes nothing. A later commit
+// overwrites last_commit, so a repeat that arrives only after another turn
+// has begun and committed answers LOCKLOST; go-redis re-sends after a short
+// backoff, well before a whole turn can run in between. A second CommitTurn
+// call with the same token has a new call ID and gets LOCKLOST, so its
+// messages are never reported kept while dropped.
 var commitScript = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOTFOUND'} end
 local held = redis.call('GET', KEYS[2])
-if not held then return {'LOCKLOST'} end
-local token = lock_parts(held)
-if token ~= ARGV[1] then return {'LOCKLOST'} end
+local token = held and lock_parts(held)
+if token ~= ARGV[1] then
+  if redis.call('HGET', KEYS[1], 'last_commit') == ARGV[12] then return {'OK'} end
+  return {'LOCKLOST'}
+end
 
 local now = now_ms()
 local ttl = tonumber(ARGV[4])
-local n = tonumber(ARGV[12])
+local n = tonumber(ARGV[13])
 if n > 0 then
   -- History order is commit order: scores come from a per-thread counter.
   local seq = redis.call('HINCRBY', KEYS[1], 'seq', n) - n
   for i = 0, n - 1 do
-    local id, data = ARGV[13 + 2 * i], ARGV[14 + 2 * i]
+    local id, data = ARGV[14 + 2 * i], ARGV[15 + 2 * i]
     redis.call('ZADD', KEYS[4], 'NX', seq + i + 1, id)
     redis.call('HSET', KEYS[5], id, data)
   end
@@ -201,7 +240,7 @@ if ARGV[9] ~= '' then
   redis.call('HSET', KEYS[7], ARGV[9], ARGV[10])
   redis.call('ZADD', KEYS[8], now + tonumber(ARGV[11]), ARGV[9])
 end
-redis.call('HSET', KEYS[1], 'updated', ARGV[2])
+redis.call('HSET', KEYS[1], 'updated', ARGV[2], 'last_commit', ARGV[12])
 for _, k in ipairs({KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]}) do
   redis.call('PEXPIRE', k, ttl)
 end
@@ -210,6 +249,9 @@ return {'OK'}
 `)
 
 // releaseScript: KEYS lock; ARGV token. Returns LOCKLOST | OK.
+// A repeat after a successful first run answers LOCKLOST: the state is the
+// same (the lock is gone, and a lock another turn took since is left alone),
+// and callers ignore a release's error, so no record of releases is kept.
 var releaseScript = newScript(`
 local held = redis.call('GET', KEYS[1])
 if not held then return {'LOCKLOST'} end

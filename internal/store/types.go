@@ -35,7 +35,8 @@ var (
 	// ErrLockLost: a commit or release named a lock token that no longer holds
 	// the thread's lock (it expired); nothing was written.
 	ErrLockLost = errors.New("turn lock lost")
-	// ErrUnavailable: the backing store cannot be reached.
+	// ErrUnavailable: the backing store cannot be reached, cannot serve right
+	// now, or refuses this client's credentials or permissions.
 	ErrUnavailable = errors.New("store unavailable")
 )
 
