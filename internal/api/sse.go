@@ -35,60 +35,59 @@ func acceptable(params string) bool {
 	return true
 }
 
-// sseWriteTimeout bounds one write, so a stalled client cannot hold a turn
-// beyond its timeout; a client that stops reading just misses the rest of the
-// stream (the turn is persisted regardless).
+// sseWriteTimeout bounds one write, and the drain of what is still queued
+// when a stream closes, so a stalled client cannot keep a connection busy.
 const sseWriteTimeout = 10 * time.Second
 
-// sseStream writes Server-Sent Events, each flushed as written, with ids
-// 1, 2, 3… and a comment heartbeat while idle. It is safe for concurrent use;
-// after the client has gone, writes are dropped.
+// sseQueueBytes is how much encoded output may wait for a client. A client
+// that falls this far behind is too slow to follow the turn: its stream is
+// abandoned rather than let the processor wait for it or memory grow.
+const sseQueueBytes = 4 << 20
+
+// sseStream writes Server-Sent Events with ids 1, 2, 3… and a comment
+// heartbeat while idle. Events are queued and one writer goroutine owns the
+// connection, so sending never waits on the client: the turn runs at the
+// processor's pace whatever the client does, and a client that stops reading
+// or goes away just misses the rest of the stream (the turn is persisted
+// regardless). It is safe for concurrent use; sends after close are dropped.
 type sseStream struct {
-	mu     sync.Mutex
-	w      http.ResponseWriter
-	rc     *http.ResponseController
-	nextID int
-	gone   bool
-	closed bool
-	stop   chan struct{}
-	done   chan struct{}
+	rc *http.ResponseController
+	w  http.ResponseWriter
+
+	mu      sync.Mutex
+	pending []byte // encoded events not yet taken by the writer
+	spare   []byte // the writer's last batch, reused to spare allocations
+	nextID  int
+	// abandoned is set when a write failed or the client fell too far
+	// behind: nothing more is written and queued output is discarded.
+	abandoned bool
+	closed    bool
+	drainBy   time.Time // the deadline for what is queued at close
+
+	wake chan struct{} // has work for the writer; capacity 1
+	done chan struct{} // closed when the writer has stopped
 }
 
-// startStream sends the SSE headers and starts the heartbeat.
+// startStream sends the SSE headers and starts the stream's writer.
 func (s *Server) startStream(w http.ResponseWriter) *sseStream {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // asks nginx-style proxies not to buffer
 	w.WriteHeader(http.StatusOK)
-	st := &sseStream{w: w, rc: http.NewResponseController(w), stop: make(chan struct{}), done: make(chan struct{})}
-	st.flush()
-	go st.heartbeat(s.cfg.HeartbeatInterval)
+	st := &sseStream{
+		w: w, rc: http.NewResponseController(w),
+		wake: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+	go st.run(s.cfg.HeartbeatInterval)
 	return st
-}
-
-func (st *sseStream) heartbeat(every time.Duration) {
-	defer close(st.done)
-	if every <= 0 {
-		<-st.stop
-		return
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-st.stop:
-			return
-		case <-t.C:
-			st.mu.Lock()
-			st.write(": heartbeat\n\n")
-			st.mu.Unlock()
-		}
-	}
 }
 
 // sendJSON sends an event whose data is v encoded as JSON.
 func (st *sseStream) sendJSON(event string, v any) {
+	if st.dropping() {
+		return // spare encoding what nobody will read
+	}
 	data, err := marshal(v)
 	if err != nil {
 		return
@@ -96,55 +95,172 @@ func (st *sseStream) sendJSON(event string, v any) {
 	st.send(event, data)
 }
 
-// send writes one event. data is compact JSON, a single line.
+// send queues one event; data is compact JSON, a single line. It never
+// waits for the client.
 func (st *sseStream) send(event string, data []byte) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.closed {
+	if st.closed || st.abandoned {
+		return
+	}
+	if len(st.pending) >= sseQueueBytes {
+		st.abandonLocked()
 		return
 	}
 	st.nextID++
-	var b strings.Builder
-	b.Grow(len(data) + len(event) + 32)
-	b.WriteString("id: ")
-	b.WriteString(strconv.Itoa(st.nextID))
-	b.WriteString("\nevent: ")
-	b.WriteString(event)
-	b.WriteString("\ndata: ")
-	b.Write(data)
-	b.WriteString("\n\n")
-	st.write(b.String())
+	b := st.pending
+	b = append(b, "id: "...)
+	b = strconv.AppendInt(b, int64(st.nextID), 10)
+	b = append(b, "\nevent: "...)
+	b = append(b, event...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	st.pending = b
+	st.signal()
 }
 
-// write sends raw bytes and flushes; the caller holds mu.
-func (st *sseStream) write(s string) {
-	if st.gone {
-		return
-	}
-	_ = st.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
-	if _, err := st.w.Write([]byte(s)); err != nil {
-		st.gone = true
-		return
-	}
-	st.flush()
+// dropping reports whether sends are being discarded.
+func (st *sseStream) dropping() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.closed || st.abandoned
 }
 
-func (st *sseStream) flush() {
-	if err := st.rc.Flush(); err != nil {
-		st.gone = true
+// signal wakes the writer without waiting: a wake already pending covers
+// this one.
+func (st *sseStream) signal() {
+	select {
+	case st.wake <- struct{}{}:
+	default:
 	}
 }
 
-// close stops the heartbeat; later sends are dropped.
+// abandonLocked gives up on the client; the caller holds mu. The deadline in
+// the past fails a write in progress at once, and the end of the response
+// after the handler returns, so the connection is dropped, not reused.
+func (st *sseStream) abandonLocked() {
+	st.abandoned = true
+	st.pending, st.spare = nil, nil
+	_ = st.rc.SetWriteDeadline(time.Unix(1, 0))
+	st.signal()
+}
+
+// close lets the writer send what is queued, within sseWriteTimeout, and
+// waits for it to stop; later sends are dropped.
 func (st *sseStream) close() {
 	st.mu.Lock()
-	if st.closed {
-		st.mu.Unlock()
+	if !st.closed {
+		st.closed = true
+		st.drainBy = time.Now().Add(sseWriteTimeout)
+		st.signal()
+	}
+	st.mu.Unlock()
+	<-st.done
+}
+
+// run is the writer: the only goroutine that touches the connection once
+// the stream has started. It writes queued events in batches, and a
+// heartbeat when nothing has been written for every (never if every <= 0).
+func (st *sseStream) run(every time.Duration) {
+	defer close(st.done)
+	var idle <-chan time.Time
+	var timer *time.Timer
+	if every > 0 {
+		timer = time.NewTimer(every)
+		defer timer.Stop()
+		idle = timer.C
+	}
+	// The headers go out now, so the client sees the stream open before the
+	// first event.
+	if !st.write(nil) {
 		return
 	}
-	st.closed = true
+	for {
+		select {
+		case <-st.wake:
+		case <-idle:
+			if !st.write([]byte(": heartbeat\n\n")) {
+				return
+			}
+			timer.Reset(every)
+			continue
+		}
+		for {
+			batch, more := st.take()
+			if !more {
+				if st.finish() {
+					return
+				}
+				break
+			}
+			if !st.write(batch) {
+				return
+			}
+		}
+		if timer != nil {
+			timer.Reset(every)
+		}
+	}
+}
+
+// take hands the writer the queued events; more is false when there are
+// none. The writer's previous batch becomes the next queue buffer.
+func (st *sseStream) take() (batch []byte, more bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.abandoned || len(st.pending) == 0 {
+		return nil, false
+	}
+	batch = st.pending
+	st.pending, st.spare = st.spare[:0], batch
+	return batch, true
+}
+
+// finish reports whether the writer is done: the stream is abandoned, or
+// closed with nothing left to write. A cleanly finished stream clears its
+// write deadline, so a kept-alive connection is not cut short later.
+func (st *sseStream) finish() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.abandoned {
+		return true
+	}
+	if st.closed && len(st.pending) == 0 {
+		_ = st.rc.SetWriteDeadline(time.Time{})
+		return true
+	}
+	return false
+}
+
+// write sends b and flushes under a deadline (an empty b just flushes). A
+// failure abandons the stream; write reports whether it succeeded.
+func (st *sseStream) write(b []byte) bool {
+	st.mu.Lock()
+	if st.abandoned {
+		st.mu.Unlock()
+		return false
+	}
+	// Set under mu, so abandonLocked's deadline is never overwritten.
+	deadline := time.Now().Add(sseWriteTimeout)
+	if st.closed && st.drainBy.Before(deadline) {
+		deadline = st.drainBy
+	}
+	_ = st.rc.SetWriteDeadline(deadline)
 	st.mu.Unlock()
-	close(st.stop)
-	<-st.done
-	_ = st.rc.SetWriteDeadline(time.Time{})
+
+	var err error
+	if len(b) > 0 {
+		_, err = st.w.Write(b)
+	}
+	if err == nil {
+		err = st.rc.Flush()
+	}
+	if err != nil {
+		st.mu.Lock()
+		st.abandonLocked()
+		st.mu.Unlock()
+		return false
+	}
+	return true
 }
