@@ -60,6 +60,12 @@ func (r *statusRecorder) Flush() {
 	}
 }
 
+// FlushError lets http.ResponseController report a failed flush (a client
+// gone), which the plain Flush above cannot.
+func (r *statusRecorder) FlushError() error {
+	return http.NewResponseController(r.ResponseWriter).Flush()
+}
+
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // observe gives every request an ID, recovers panics as 500 problems, and
