@@ -229,8 +229,9 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if request == nil {
-		// The claim found it pending where the read did not: another answer
-		// was being processed then and has failed since.
+		// Defensive: a claim implies the read above saw this elicitation
+		// pending (the read shows it even while another answer holds it),
+		// but the request is taken from the claim if the read missed it.
 		if request, err = decodeAndValidate(start.Pending.Request, result); err != nil {
 			s.release(start)
 			return err
