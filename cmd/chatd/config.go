@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -31,6 +32,8 @@ type config struct {
 	HistoryWindow    int           `envconfig:"HISTORY_WINDOW" default:"50"`
 	MaxBodyBytes     int64         `envconfig:"MAX_BODY_BYTES" default:"1048576"`
 	HeartbeatEvery   time.Duration `envconfig:"SSE_HEARTBEAT" default:"15s"`
+	TurnEventsTTL    time.Duration `envconfig:"TURN_EVENTS_TTL" default:"10m"`
+	CORSOrigins      []string      `envconfig:"CORS_ORIGINS"`
 	ShutdownTimeout  time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"70s"`
 	LogLevel         string        `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat        string        `envconfig:"LOG_FORMAT" default:"json"`
@@ -78,6 +81,11 @@ func (c config) validate() error {
 	check(c.ShutdownTimeout >= c.TurnTimeout,
 		"CHATD_SHUTDOWN_TIMEOUT (%s) must be at least CHATD_TURN_TIMEOUT (%s), so shutdown can let running turns finish", c.ShutdownTimeout, c.TurnTimeout)
 	check(c.HeartbeatEvery >= 0, "CHATD_SSE_HEARTBEAT must not be negative (0 disables it)")
+	check(c.TurnEventsTTL >= time.Millisecond, "CHATD_TURN_EVENTS_TTL must be at least 1ms")
+	for _, origin := range c.CORSOrigins {
+		check(validOrigin(strings.TrimSpace(origin)),
+			"CHATD_CORS_ORIGINS: %q is not an origin: want scheme://host[:port] with no path, or *", origin)
+	}
 	check(c.HistoryMax >= 1, "CHATD_HISTORY_MAX must be at least 1")
 	check(c.HistoryWindow >= 0, "CHATD_HISTORY_WINDOW must not be negative")
 	check(c.MaxBodyBytes >= 1, "CHATD_MAX_BODY_BYTES must be at least 1")
@@ -158,4 +166,15 @@ func (c config) apiKeys() ([]api.APIKey, error) {
 		return nil, errors.New("CHATD_AUTH_MODE=apikey needs keys in CHATD_API_KEYS or CHATD_API_KEYS_FILE")
 	}
 	return keys, nil
+}
+
+// validOrigin reports whether s is "*" or an origin as browsers send it:
+// scheme://host[:port], nothing more.
+func validOrigin(s string) bool {
+	if s == "*" {
+		return true
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.Path == "" && u.RawQuery == "" && u.Fragment == "" && u.User == nil
 }

@@ -80,6 +80,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat,
+			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: principalHeader(cfg),
 		},
 	})
 	httpServer := &http.Server{
@@ -178,7 +179,7 @@ func newAuth(cfg config) (api.Authenticator, error) {
 }
 
 func newStore(cfg config) (closingStore, error) {
-	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour}
+	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour, TurnEventsTTL: cfg.TurnEventsTTL}
 	if cfg.RedisURL == "" {
 		return store.NewMemory(opts), nil
 	}
@@ -187,4 +188,24 @@ func newStore(cfg config) (closingStore, error) {
 		return nil, fmt.Errorf("CHATD_REDIS_URL: %w", err)
 	}
 	return st, nil
+}
+
+// trimAll trims each of a list variable's items.
+func trimAll(items []string) []string {
+	out := make([]string, 0, len(items))
+	for _, item := range items {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// principalHeader is the header browsers may send the principal in: only in
+// header auth mode.
+func principalHeader(cfg config) string {
+	if cfg.AuthMode == "header" {
+		return cfg.PrincipalHeader
+	}
+	return ""
 }

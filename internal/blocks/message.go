@@ -3,6 +3,7 @@ package blocks
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,10 +48,22 @@ func NewMessage(role Role, text string, contentBlocks []ContentBlock, meta map[s
 // the precision every timestamp chatd serves has.
 func Now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 
-// NewID mints a UUIDv7: IDs sort by creation time, which history paging
-// relies on.
+// NewID mints a UUIDv7, time-ordered. (History pages by commit position,
+// not by comparing IDs, so skewed clocks between instances cannot reorder
+// it.)
 func NewID() string {
 	return uuid.Must(uuid.NewV7()).String()
+}
+
+// CanonicalID reports whether s is a UUID in canonical lowercase form, the
+// only form chatd mints; anything else cannot name a thread, message, turn
+// or elicitation.
+func CanonicalID(s string) bool {
+	if len(s) != 36 || strings.ToLower(s) != s {
+		return false
+	}
+	_, err := uuid.Parse(s)
+	return err == nil
 }
 
 // Blocks returns the message's content blocks (nil when it has none).

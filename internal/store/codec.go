@@ -203,15 +203,17 @@ func checkLimit(limit int) error {
 // mergeMetadata applies a metadata patch (a nil value deletes its key) and
 // checks the result against MaxMetadataKeys and MaxMetadataBytes, counted
 // as its JSON encoding.
-func mergeMetadata(current map[string]string, patch map[string]*string) (map[string]string, error) {
-	if len(patch) == 0 {
+func mergeMetadata(current map[string]string, patch ThreadPatch) (map[string]string, error) {
+	if len(patch.Metadata) == 0 && !patch.ClearMetadata {
 		return current, nil
 	}
-	out := make(map[string]string, len(current)+len(patch))
-	for k, v := range current {
-		out[k] = v
+	out := make(map[string]string, len(current)+len(patch.Metadata))
+	if !patch.ClearMetadata {
+		for k, v := range current {
+			out[k] = v
+		}
 	}
-	for k, v := range patch {
+	for k, v := range patch.Metadata {
 		if v == nil {
 			delete(out, k)
 		} else {

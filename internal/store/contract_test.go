@@ -318,7 +318,9 @@ func testWindow(t *testing.T, newStore newStoreFunc) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.window), func(t *testing.T) {
 			ts := mustBegin(t, st, th.ID, tt.window)
-			defer func() { require.NoError(t, st.Release(context.Background(), store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken})) }()
+			defer func() {
+				require.NoError(t, st.Release(context.Background(), store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
+			}()
 			assert.Equal(t, messageIDs(tt.want), messageIDs(mustDecode(t, ts.History)))
 			assert.Equal(t, messageTexts(tt.want), messageTexts(mustDecode(t, ts.History)))
 			assert.Equal(t, th.ID, ts.Thread.ID)

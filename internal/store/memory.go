@@ -559,7 +559,7 @@ func (m *Memory) UpdateThread(ctx context.Context, threadID, principal string, p
 	if err != nil {
 		return Thread{}, err
 	}
-	meta, err := mergeMetadata(th.thread.Metadata, patch.Metadata)
+	meta, err := mergeMetadata(th.thread.Metadata, patch)
 	if err != nil {
 		return Thread{}, err
 	}

@@ -767,7 +767,7 @@ func (r *Redis) UpdateThread(ctx context.Context, threadID, principal string, pa
 		if err != nil {
 			return Thread{}, err
 		}
-		merged, err := mergeMetadata(current.Metadata, patch.Metadata)
+		merged, err := mergeMetadata(current.Metadata, patch)
 		if err != nil {
 			return Thread{}, err
 		}

@@ -111,6 +111,8 @@ type ThreadPatch struct {
 	// SetTitle, when true, sets the title to Title (nil clears it).
 	SetTitle bool
 	Title    *string
+	// ClearMetadata removes every key before Metadata is applied.
+	ClearMetadata bool
 	// Metadata maps keys to new values; a nil value deletes the key.
 	Metadata map[string]*string
 }
