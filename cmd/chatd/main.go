@@ -87,6 +87,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,
+			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth,
 		},
 	})
 	httpServer := serve.New(server, serve.Timeouts{
@@ -183,7 +184,8 @@ func newAuth(cfg config) (api.Authenticator, error) {
 }
 
 func newStore(cfg config) (closingStore, error) {
-	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour}
+	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour,
+		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes}
 	if cfg.RedisURL == "" {
 		return store.NewMemory(opts), nil
 	}
