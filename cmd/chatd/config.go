@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"chatd/internal/api"
+	"chatd/internal/render"
 	"errors"
 	"fmt"
 	"net"
@@ -15,25 +16,27 @@ import (
 
 // config is every CHATD_ variable; the README documents each one.
 type config struct {
-	Addr             string        `envconfig:"ADDR" default:"127.0.0.1:8080"`
-	RedisURL         string        `envconfig:"REDIS_URL"`
-	Processors       []string      `envconfig:"PROCESSORS" default:"demo,echo"`
-	DefaultProcessor string        `envconfig:"DEFAULT_PROCESSOR" default:"demo"`
-	AuthMode         string        `envconfig:"AUTH_MODE" default:"none"`
-	APIKeys          string        `envconfig:"API_KEYS"`
-	APIKeysFile      string        `envconfig:"API_KEYS_FILE"`
-	PrincipalHeader  string        `envconfig:"PRINCIPAL_HEADER" default:"X-Chatd-Principal"`
-	AllowAnonymous   bool          `envconfig:"ALLOW_ANONYMOUS" default:"false"`
-	ElicitationTTL   time.Duration `envconfig:"ELICITATION_TTL" default:"15m"`
-	ThreadTTL        time.Duration `envconfig:"THREAD_TTL" default:"720h"`
-	TurnTimeout      time.Duration `envconfig:"TURN_TIMEOUT" default:"60s"`
-	HistoryMax       int           `envconfig:"HISTORY_MAX" default:"1000"`
-	HistoryWindow    int           `envconfig:"HISTORY_WINDOW" default:"50"`
-	MaxBodyBytes     int64         `envconfig:"MAX_BODY_BYTES" default:"1048576"`
-	HeartbeatEvery   time.Duration `envconfig:"SSE_HEARTBEAT" default:"15s"`
-	ShutdownTimeout  time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"70s"`
-	LogLevel         string        `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat        string        `envconfig:"LOG_FORMAT" default:"json"`
+	Addr              string        `envconfig:"ADDR" default:"127.0.0.1:8080"`
+	RedisURL          string        `envconfig:"REDIS_URL"`
+	Processors        []string      `envconfig:"PROCESSORS" default:"demo,echo"`
+	DefaultProcessor  string        `envconfig:"DEFAULT_PROCESSOR" default:"demo"`
+	AuthMode          string        `envconfig:"AUTH_MODE" default:"none"`
+	APIKeys           string        `envconfig:"API_KEYS"`
+	APIKeysFile       string        `envconfig:"API_KEYS_FILE"`
+	PrincipalHeader   string        `envconfig:"PRINCIPAL_HEADER" default:"X-Chatd-Principal"`
+	AllowAnonymous    bool          `envconfig:"ALLOW_ANONYMOUS" default:"false"`
+	ElicitationTTL    time.Duration `envconfig:"ELICITATION_TTL" default:"15m"`
+	ThreadTTL         time.Duration `envconfig:"THREAD_TTL" default:"720h"`
+	TurnTimeout       time.Duration `envconfig:"TURN_TIMEOUT" default:"60s"`
+	HistoryMax        int           `envconfig:"HISTORY_MAX" default:"1000"`
+	HistoryWindow     int           `envconfig:"HISTORY_WINDOW" default:"50"`
+	MaxBodyBytes      int64         `envconfig:"MAX_BODY_BYTES" default:"1048576"`
+	HeartbeatEvery    time.Duration `envconfig:"SSE_HEARTBEAT" default:"15s"`
+	ShutdownTimeout   time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"70s"`
+	LogLevel          string        `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat         string        `envconfig:"LOG_FORMAT" default:"json"`
+	UI                bool          `envconfig:"UI" default:"true"`
+	EntityURLTemplate string        `envconfig:"ENTITY_URL_TEMPLATE"`
 }
 
 // loadConfig reads the CHATD_ variables and checks them. envconfig reads the
@@ -93,6 +96,9 @@ func (c config) validate() error {
 		errs = append(errs, fmt.Errorf("CHATD_AUTH_MODE %q: want none, apikey or header", c.AuthMode))
 	}
 	check(c.LogFormat == "json" || c.LogFormat == "text", "CHATD_LOG_FORMAT %q: want json or text", c.LogFormat)
+	if err := render.CheckEntityURLTemplate(c.EntityURLTemplate); err != nil {
+		errs = append(errs, fmt.Errorf("CHATD_ENTITY_URL_TEMPLATE: %w", err))
+	}
 	return errors.Join(errs...)
 }
 
