@@ -50,6 +50,10 @@ type Config struct {
 	// HeartbeatInterval spaces the comment heartbeats of idle streams; a
 	// negative value disables them.
 	HeartbeatInterval time.Duration
+	// WriteTimeout bounds writing one SSE event (and the drain of what is
+	// queued when a stream ends) to a client that does not read; the
+	// stream is then dropped while its turn completes.
+	WriteTimeout time.Duration
 }
 
 // DefaultConfig is SPEC §9's defaults.
@@ -59,6 +63,7 @@ var DefaultConfig = Config{
 	HistoryWindow:     50,
 	MaxBodyBytes:      1 << 20,
 	HeartbeatInterval: 15 * time.Second,
+	WriteTimeout:      30 * time.Second,
 }
 
 // withDefaults fills unset (zero) fields from DefaultConfig, so a partial
@@ -77,6 +82,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = d.HeartbeatInterval
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = d.WriteTimeout
 	}
 	return c
 }
@@ -110,6 +118,8 @@ type Server struct {
 	// windows are the history windows of processors that read less than
 	// cfg.HistoryWindow.
 	windows map[string]int
+	// storeErrLog limits the lines logged for an unreachable store.
+	storeErrLog *logThrottle
 }
 
 // NewServer wires the routes. Missing optional deps get defaults: no auth
@@ -124,6 +134,8 @@ func NewServer(d Deps) *Server {
 		cfg:        d.Config,
 		renderer:   d.Renderer,
 		ui:         d.UI,
+		// One line a second: enough to see an outage begin and end.
+		storeErrLog: &logThrottle{interval: time.Second},
 	}
 	if s.auth == nil {
 		s.auth = AnonymousAuth{}
@@ -176,15 +188,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) observeError(r *http.Request, p Problem, err error) {
+	if p.Status < 500 || isClientGone(err) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", requestID(r.Context())),
+		slog.String("code", p.Code),
+		slog.String("error", err.Error()),
+	}
 	if errors.Is(err, store.ErrUnavailable) {
 		s.metrics.storeErrors.Inc()
+		ok, suppressed := s.storeErrLog.allow(time.Now())
+		if !ok {
+			return
+		}
+		attrs = append(attrs, slog.Int("suppressed", suppressed))
 	}
-	if p.Status >= 500 && !isClientGone(err) {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("request_id", requestID(r.Context())),
-			slog.String("code", p.Code),
-			slog.String("error", err.Error()))
-	}
+	s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", attrs...)
 }
 
 const problemType = "application/problem+json"
