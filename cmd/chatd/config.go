@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"chatd/internal/api"
+	"chatd/internal/render"
 	"errors"
 	"fmt"
 	"net"
@@ -39,12 +40,14 @@ type config struct {
 	WriteTimeout      time.Duration `envconfig:"WRITE_TIMEOUT" default:"30s"`
 	IdleTimeout       time.Duration `envconfig:"IDLE_TIMEOUT" default:"120s"`
 	// Limits (SPEC §11).
-	MaxBlocks       int    `envconfig:"MAX_BLOCKS" default:"256"`
-	MaxJSONDepth    int    `envconfig:"MAX_JSON_DEPTH" default:"64"`
-	HistoryMaxBytes int64  `envconfig:"HISTORY_MAX_BYTES" default:"16777216"`
-	MemoryMaxBytes  int64  `envconfig:"MEMORY_MAX_BYTES" default:"268435456"`
-	LogLevel        string `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat       string `envconfig:"LOG_FORMAT" default:"json"`
+	MaxBlocks         int    `envconfig:"MAX_BLOCKS" default:"256"`
+	MaxJSONDepth      int    `envconfig:"MAX_JSON_DEPTH" default:"64"`
+	HistoryMaxBytes   int64  `envconfig:"HISTORY_MAX_BYTES" default:"16777216"`
+	MemoryMaxBytes    int64  `envconfig:"MEMORY_MAX_BYTES" default:"268435456"`
+	LogLevel          string `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat         string `envconfig:"LOG_FORMAT" default:"json"`
+	UI                bool   `envconfig:"UI" default:"true"`
+	EntityURLTemplate string `envconfig:"ENTITY_URL_TEMPLATE"`
 }
 
 // loadConfig reads the CHATD_ variables and checks them. envconfig reads the
@@ -112,6 +115,9 @@ func (c config) validate() error {
 		errs = append(errs, fmt.Errorf("CHATD_AUTH_MODE %q: want none, apikey or header", c.AuthMode))
 	}
 	check(c.LogFormat == "json" || c.LogFormat == "text", "CHATD_LOG_FORMAT %q: want json or text", c.LogFormat)
+	if err := render.CheckEntityURLTemplate(c.EntityURLTemplate); err != nil {
+		errs = append(errs, fmt.Errorf("CHATD_ENTITY_URL_TEMPLATE: %w", err))
+	}
 	return errors.Join(errs...)
 }
 

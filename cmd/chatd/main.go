@@ -20,6 +20,7 @@ import (
 	"chatd/internal/processor"
 	"chatd/internal/processor/demo"
 	"chatd/internal/processor/echo"
+	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
 )
@@ -82,8 +83,13 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if heartbeat == 0 {
 		heartbeat = -1 // CHATD_SSE_HEARTBEAT=0 disables heartbeats
 	}
+	renderer, err := render.New(render.Options{EntityURLTemplate: cfg.EntityURLTemplate})
+	if err != nil {
+		return fmt.Errorf("configuration: CHATD_ENTITY_URL_TEMPLATE: %w", err)
+	}
 	server := api.NewServer(api.Deps{
 		Store: st, Processors: registry, Auth: auth, Logger: logger, Metrics: api.NewMetrics(),
+		Renderer: renderer,
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"chatd/internal/processor"
+	"chatd/internal/render"
 	"chatd/internal/store"
 )
 
@@ -108,6 +109,11 @@ type Deps struct {
 	Logger     *slog.Logger
 	Metrics    *Metrics
 	Config     Config
+	// Renderer turns messages into HTML for ?render=html; nil gets one
+	// without an entity URL template.
+	Renderer *render.Renderer
+	// UI serves the chat page at /; nil serves none.
+	UI http.Handler
 }
 
 // Server is chatd's HTTP handler.
@@ -118,6 +124,8 @@ type Server struct {
 	log        *slog.Logger
 	metrics    *Metrics
 	cfg        Config
+	renderer   *render.Renderer
+	ui         http.Handler
 	handler    http.Handler
 	// windows are the history windows of processors that read less than
 	// cfg.HistoryWindow.
@@ -136,6 +144,8 @@ func NewServer(d Deps) *Server {
 		log:        d.Logger,
 		metrics:    d.Metrics,
 		cfg:        d.Config,
+		renderer:   d.Renderer,
+		ui:         d.UI,
 		// One line a second: enough to see an outage begin and end.
 		storeErrLog: &logThrottle{interval: time.Second},
 	}
@@ -147,6 +157,10 @@ func NewServer(d Deps) *Server {
 	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
+	}
+	if s.renderer == nil {
+		// Without a template New cannot fail.
+		s.renderer, _ = render.New(render.Options{})
 	}
 	s.cfg = s.cfg.withDefaults()
 	s.windows = s.processors.Windows(s.cfg.HistoryWindow)
