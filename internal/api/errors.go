@@ -68,6 +68,7 @@ var sentinels = []struct {
 	{store.ErrLockLost, http.StatusServiceUnavailable, "store_unavailable", "the turn lost its hold on the thread before it could be saved; nothing was saved, retry"},
 	{store.ErrTurnNotFound, http.StatusNotFound, "not_found", "turn not found, or its events have expired"},
 	{turn.ErrIdempotencyConflict, http.StatusUnprocessableEntity, "idempotency_conflict", "Idempotency-Key was already used with a different request body"},
+	{store.ErrFull, http.StatusInsufficientStorage, "store_full", "the server's store is full; no new threads or turns until space is freed"},
 }
 
 var titles = map[string]string{
@@ -87,6 +88,8 @@ var titles = map[string]string{
 	"processor_failed":       "Processor failed",
 	"internal":               "Internal error",
 	"method_not_allowed":     "Method not allowed",
+	"request_timeout":        "Request timeout",
+	"store_full":             "Store full",
 }
 
 // problemFor turns any error into the problem the client sees.

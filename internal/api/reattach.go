@@ -19,7 +19,7 @@ func (s *Server) handleTurnEvents(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	turnID := chi.URLParam(r, "turn_id")
-	if !blocks.CanonicalID(turnID) {
+	if !blocks.IsCanonicalID(turnID) {
 		return store.ErrTurnNotFound
 	}
 	after, err := lastEventID(r)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"chatd/internal/processor"
+	"chatd/internal/render"
 	"chatd/internal/store"
 	"chatd/internal/turn"
 )
@@ -42,6 +43,10 @@ type Config struct {
 	TurnTimeout    time.Duration
 	HistoryWindow  int
 	MaxBodyBytes   int64
+	// MaxBlocks caps the content blocks of one message (422 beyond).
+	MaxBlocks int
+	// MaxJSONDepth caps the nesting of any request body (400 beyond).
+	MaxJSONDepth int
 	// HeartbeatInterval spaces the comment heartbeats of idle streams; a
 	// negative value disables them.
 	HeartbeatInterval time.Duration
@@ -51,6 +56,10 @@ type Config struct {
 	// PrincipalHeader is the header a gateway names the principal in
 	// (header auth), allowed in CORS requests.
 	PrincipalHeader string
+	// WriteTimeout bounds writing one SSE event (and the drain of what is
+	// queued when a stream ends) to a client that does not read; the
+	// stream is then dropped while its turn completes.
+	WriteTimeout time.Duration
 }
 
 // DefaultConfig is SPEC §9's defaults.
@@ -59,7 +68,10 @@ var DefaultConfig = Config{
 	TurnTimeout:       60 * time.Second,
 	HistoryWindow:     50,
 	MaxBodyBytes:      1 << 20,
+	MaxBlocks:         256,
+	MaxJSONDepth:      64,
 	HeartbeatInterval: 15 * time.Second,
+	WriteTimeout:      30 * time.Second,
 }
 
 // withDefaults fills unset (zero) fields from DefaultConfig, so a partial
@@ -76,8 +88,17 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes
 	}
+	if c.MaxBlocks <= 0 {
+		c.MaxBlocks = d.MaxBlocks
+	}
+	if c.MaxJSONDepth <= 0 {
+		c.MaxJSONDepth = d.MaxJSONDepth
+	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = d.HeartbeatInterval
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = d.WriteTimeout
 	}
 	return c
 }
@@ -90,6 +111,11 @@ type Deps struct {
 	Logger     *slog.Logger
 	Metrics    *Metrics
 	Config     Config
+	// Renderer turns messages into HTML for ?render=html; nil gets one
+	// without an entity URL template.
+	Renderer *render.Renderer
+	// UI serves the chat page at /; nil serves none.
+	UI http.Handler
 }
 
 // Server is chatd's HTTP handler.
@@ -100,8 +126,12 @@ type Server struct {
 	log        *slog.Logger
 	metrics    *Metrics
 	cfg        Config
+	renderer   *render.Renderer
+	ui         http.Handler
 	handler    http.Handler
 	engine     *turn.Engine
+	// storeErrLog limits the lines logged for an unreachable store.
+	storeErrLog *logThrottle
 }
 
 // NewServer wires the routes. Missing optional deps get defaults: no auth
@@ -114,6 +144,10 @@ func NewServer(d Deps) *Server {
 		log:        d.Logger,
 		metrics:    d.Metrics,
 		cfg:        d.Config,
+		renderer:   d.Renderer,
+		ui:         d.UI,
+		// One line a second: enough to see an outage begin and end.
+		storeErrLog: &logThrottle{interval: time.Second},
 	}
 	if s.auth == nil {
 		s.auth = AnonymousAuth{}
@@ -123,6 +157,10 @@ func NewServer(d Deps) *Server {
 	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
+	}
+	if s.renderer == nil {
+		// Without a template New cannot fail.
+		s.renderer, _ = render.New(render.Options{})
 	}
 	s.cfg = s.cfg.withDefaults()
 	s.engine = turn.New(turn.Deps{
@@ -165,15 +203,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) observeError(r *http.Request, p Problem, err error) {
+	if p.Status < 500 || isClientGone(err) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", requestID(r.Context())),
+		slog.String("code", p.Code),
+		slog.String("error", err.Error()),
+	}
 	if errors.Is(err, store.ErrUnavailable) {
 		s.metrics.storeErrors.Inc()
+		ok, suppressed := s.storeErrLog.allow(time.Now())
+		if !ok {
+			return
+		}
+		attrs = append(attrs, slog.Int("suppressed", suppressed))
 	}
-	if p.Status >= 500 && !isClientGone(err) {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("request_id", requestID(r.Context())),
-			slog.String("code", p.Code),
-			slog.String("error", err.Error()))
-	}
+	s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", attrs...)
 }
 
 const problemType = "application/problem+json"

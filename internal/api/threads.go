@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"chatd/internal/blocks"
 	"chatd/internal/store"
@@ -52,7 +52,7 @@ func newThreadView(t store.Thread, p *store.Pending) threadView {
 // threadID returns the path's thread ID; a malformed one names no thread.
 func threadID(r *http.Request) (string, error) {
 	id := chi.URLParam(r, "thread_id")
-	if !blocks.CanonicalID(id) {
+	if !blocks.IsCanonicalID(id) {
 		return "", errorf(http.StatusNotFound, "not_found", "thread not found")
 	}
 	return id, nil
@@ -86,7 +86,7 @@ func (s *Server) handleListProcessors(w http.ResponseWriter, _ *http.Request) er
 }
 
 func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, true)
+	body, err := s.readBody(w, r, true)
 	if err != nil {
 		return err
 	}
@@ -162,21 +162,30 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) error {
 	}
 	before := ""
 	if raw, ok := q["before"]; ok {
-		if len(raw) != 1 || !blocks.CanonicalID(raw[0]) {
+		if len(raw) != 1 || !blocks.IsCanonicalID(raw[0]) {
 			return errorf(http.StatusBadRequest, "invalid_request", "before: must be a message ID")
 		}
 		before = raw[0]
+	}
+	asHTML, err := wantsHTML(r)
+	if err != nil {
+		return err
 	}
 	page, err := s.store.History(r.Context(), id, principalFrom(r.Context()), limit, before)
 	if err != nil {
 		return err
 	}
 	view := struct {
-		Messages   []blocks.Message `json:"messages"`
-		NextBefore *string          `json:"next_before"`
+		Messages   any     `json:"messages"`
+		NextBefore *string `json:"next_before"`
 	}{Messages: page.Messages}
-	if view.Messages == nil {
+	if page.Messages == nil {
 		view.Messages = []blocks.Message{}
+	}
+	if asHTML {
+		if view.Messages, err = s.renderedMessages(page.Messages); err != nil {
+			return err
+		}
 	}
 	if page.NextBefore != "" {
 		view.NextBefore = &page.NextBefore
@@ -252,7 +261,7 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
+	body, err := s.readBody(w, r, false)
 	if err != nil {
 		return err
 	}

@@ -37,11 +37,11 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
+	body, err := s.readBody(w, r, false)
 	if err != nil {
 		return err
 	}
-	userMsg, err := parseTurnRequest(body)
+	userMsg, err := parseTurnRequest(body, s.cfg.MaxBlocks)
 	if err != nil {
 		return err
 	}
@@ -65,8 +65,9 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 }
 
 // parseTurnRequest validates a turn body into the user's message. Shape
-// errors are 400; invalid blocks and _meta keys are 422 with every path.
-func parseTurnRequest(body []byte) (blocks.Message, error) {
+// errors are 400; more than maxBlocks blocks, invalid blocks and _meta keys
+// are 422 with every path.
+func parseTurnRequest(body []byte, maxBlocks int) (blocks.Message, error) {
 	var req turnRequest
 	if err := decodeStrict(body, &req); err != nil {
 		return blocks.Message{}, err
@@ -79,6 +80,10 @@ func parseTurnRequest(body []byte) (blocks.Message, error) {
 	if raw := strings.TrimSpace(string(req.ContentBlocks)); raw != "" && raw != "null" {
 		if raw[0] != '[' {
 			return blocks.Message{}, errorf(http.StatusBadRequest, "invalid_request", "content_blocks: must be an array")
+		}
+		if n := arrayLen(req.ContentBlocks); n > maxBlocks {
+			verr.Add("content_blocks", fmt.Sprintf("%d content blocks; at most %d are allowed per message", n, maxBlocks))
+			return blocks.Message{}, verr
 		}
 		decoded, err := blocks.DecodeList(req.ContentBlocks, "content_blocks")
 		verr.Merge(err)
@@ -142,7 +147,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, threadID string,
 		var ids struct {
 			TurnID string `json:"turn_id"`
 		}
-		if json.Unmarshal(result, &ids) == nil && blocks.CanonicalID(ids.TurnID) {
+		if json.Unmarshal(result, &ids) == nil && blocks.IsCanonicalID(ids.TurnID) {
 			err := s.follow(w, r, threadID, ids.TurnID, lastEventID, nil)
 			if !errors.Is(err, store.ErrTurnNotFound) {
 				return err
@@ -168,7 +173,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
+	body, err := s.readBody(w, r, false)
 	if err != nil {
 		return err
 	}

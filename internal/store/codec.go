@@ -33,6 +33,12 @@ func withDefaults(opts Options) Options {
 	if opts.TurnEventsTTL <= 0 {
 		opts.TurnEventsTTL = DefaultOptions.TurnEventsTTL
 	}
+	if opts.HistoryMaxBytes <= 0 {
+		opts.HistoryMaxBytes = DefaultOptions.HistoryMaxBytes
+	}
+	if opts.MemoryMaxBytes <= 0 {
+		opts.MemoryMaxBytes = DefaultOptions.MemoryMaxBytes
+	}
 	return opts
 }
 

@@ -597,6 +597,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	for _, e := range enc {
 		args = append(args, e.id, e.data)
 	}
+	args = append(args, r.opts.HistoryMaxBytes)
 	args = eventArgs(args, c.Events)
 
 	k := keysFor(c.ThreadID)

@@ -44,6 +44,9 @@ var (
 	// ErrMetadataTooLarge: a thread patch would leave more metadata than
 	// MaxMetadataKeys keys or MaxMetadataBytes bytes.
 	ErrMetadataTooLarge = errors.New("thread metadata too large")
+	// ErrFull: the embedded store holds Options.MemoryMaxBytes of data; it
+	// takes no new thread or turn until threads expire or are deleted.
+	ErrFull = errors.New("store full")
 )
 
 // Bounds of a thread's metadata (SPEC §12).
@@ -277,16 +280,26 @@ type Options struct {
 	ThreadTTL time.Duration
 	// HistoryMax caps a thread's history; the oldest messages are trimmed.
 	HistoryMax int
+	// HistoryMaxBytes caps the stored bytes of a thread's history (the
+	// messages' JSON); the oldest messages are trimmed to fit, though the
+	// newest message is always kept.
+	HistoryMaxBytes int64
+	// MemoryMaxBytes caps the embedded store's data (Memory only: Redis has
+	// its own maxmemory); when it is reached, new threads and turns get
+	// ErrFull.
+	MemoryMaxBytes int64
 	// IdempotencyTTL is how long an idempotency record is replayed.
 	IdempotencyTTL time.Duration
 	// TurnEventsTTL is how long a turn's event log outlives the turn.
 	TurnEventsTTL time.Duration
 }
 
-// DefaultOptions are the retention defaults of SPEC §9 and §12.
+// DefaultOptions are the retention defaults of SPEC §9, §11 and §12.
 var DefaultOptions = Options{
-	ThreadTTL:      720 * time.Hour,
-	HistoryMax:     1000,
-	IdempotencyTTL: 24 * time.Hour,
-	TurnEventsTTL:  10 * time.Minute,
+	ThreadTTL:       720 * time.Hour,
+	HistoryMax:      1000,
+	HistoryMaxBytes: 16 << 20,
+	MemoryMaxBytes:  256 << 20,
+	IdempotencyTTL:  24 * time.Hour,
+	TurnEventsTTL:   10 * time.Minute,
 }

@@ -213,7 +213,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !blocks.CanonicalID(a.ElicitationID) {
+	if !blocks.IsCanonicalID(a.ElicitationID) {
 		return nil, store.ErrElicitationNotFound
 	}
 	// An elicitation's request never changes, so the request validated here
