@@ -27,6 +27,9 @@ func withDefaults(opts Options) Options {
 	if opts.IdempotencyTTL <= 0 {
 		opts.IdempotencyTTL = DefaultOptions.IdempotencyTTL
 	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = DefaultOptions.WaitTimeout
+	}
 	return opts
 }
 
