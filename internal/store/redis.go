@@ -51,7 +51,25 @@ func OpenRedis(rawURL string, opts Options) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: redis url: %w", err)
 	}
-	return NewRedis(client, opts), nil
+	r := NewRedis(client, opts)
+	if read := readTimeout(client); r.opts.WaitReplicas > 0 && read > 0 && r.opts.WaitTimeout >= read {
+		_ = client.Close()
+		return nil, fmt.Errorf("store: the wait timeout (%s) must be below the client's read timeout (%s, the URL's read_timeout)",
+			r.opts.WaitTimeout, read)
+	}
+	return r, nil
+}
+
+// readTimeout is how long client waits for a reply; WAIT must answer within
+// it.
+func readTimeout(client redis.UniversalClient) time.Duration {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		return c.Options().ReadTimeout
+	}
+	return 0
 }
 
 func newRedisClient(rawURL string) (redis.UniversalClient, error) {
@@ -229,6 +247,94 @@ func splitReply(op string, cmd *redis.Cmd) (string, []any, error) {
 	return status, reply[1:], nil
 }
 
+// runWrite runs a script that writes what a client is told is kept, and
+// index, the owner's thread index update, beside it (see runWithIndex).
+// With Options.WaitReplicas it pipelines WAIT after the script, on the same
+// connection to the master that ran it, so the acknowledgement costs no
+// extra round trip; a script that answered OK but reached fewer replicas
+// than asked within WaitTimeout is ErrUnavailable. The index, a listing aid
+// on another slot, is then updated alongside, not waited for.
+func (r *Redis) runWrite(ctx context.Context, op string, s *redis.Script, keys []string, args []any, index func(redis.Pipeliner)) (string, []any, error) {
+	n := r.opts.WaitReplicas
+	if n <= 0 {
+		return r.runWithIndex(ctx, op, s, keys, args, index)
+	}
+	indexed := make(chan struct{})
+	go func() {
+		defer close(indexed)
+		_, _ = r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error { index(pipe); return nil })
+	}()
+	defer func() { <-indexed }()
+	var (
+		reply []any
+		acked int64
+		err   error
+	)
+	cluster, isCluster := r.client.(*redis.ClusterClient)
+	for attempt := 0; ; attempt++ {
+		var c redis.Cmdable = r.client
+		if isCluster {
+			// WAIT names no key, so a ClusterClient would send it to any
+			// master: send both to the master of the thread's slot.
+			node, nerr := cluster.MasterForKey(ctx, keys[0])
+			if nerr != nil {
+				return "", nil, wrapRedisError(op, nerr)
+			}
+			c = node
+		}
+		reply, acked, err = evalAndWait(ctx, c, s, keys, args, n, r.opts.WaitTimeout)
+		// MOVED or ASK: the slot has moved (a failover, a resharding) since
+		// the client last read the slot map, and the script did not run.
+		// Read the map again and retry once on the new master.
+		if isCluster && attempt == 0 && err != nil && isRedirect(err) {
+			cluster.ReloadState(ctx)
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return "", nil, wrapRedisError(op, err)
+	}
+	if len(reply) == 0 {
+		return "", nil, fmt.Errorf("store: %s: empty script reply", op)
+	}
+	status, _ := reply[0].(string)
+	if status == "OK" && acked < int64(n) {
+		return "", nil, fmt.Errorf("store: %s: %w: written on the master, acknowledged by %d of %d replicas within %s",
+			op, ErrUnavailable, acked, n, r.opts.WaitTimeout)
+	}
+	return status, reply[1:], nil
+}
+
+// evalAndWait sends EVALSHA and WAIT in one pipeline, and again with EVAL
+// if the server does not have the script yet. It returns the script's reply
+// and how many replicas acknowledged.
+func evalAndWait(ctx context.Context, c redis.Cmdable, s *redis.Script, keys []string, args []any, n int, timeout time.Duration) ([]any, int64, error) {
+	run := func(eval func(p redis.Pipeliner) *redis.Cmd) ([]any, int64, error) {
+		p := c.Pipeline()
+		script := eval(p)
+		// Pipeliner has no Wait; the pipeline's read deadline is the
+		// client's read timeout, which WaitTimeout must stay below.
+		wait := p.Do(ctx, "wait", n, timeout.Milliseconds())
+		_, _ = p.Exec(ctx)
+		reply, err := script.Slice()
+		if err != nil {
+			return nil, 0, err
+		}
+		acked, err := wait.Int64()
+		return reply, acked, err
+	}
+	reply, acked, err := run(func(p redis.Pipeliner) *redis.Cmd { return s.EvalSha(ctx, p, keys, args...) })
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return run(func(p redis.Pipeliner) *redis.Cmd { return s.Eval(ctx, p, keys, args...) })
+	}
+	return reply, acked, err
+}
+
+func isRedirect(err error) bool {
+	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
+}
+
 // wrapRedisError marks errors that mean the server cannot be reached, cannot
 // serve right now, or refuses this client by configuration (credentials,
 // ACL), as ErrUnavailable, keeping the cause in the chain. None of them is
@@ -377,7 +483,7 @@ func (r *Redis) CreateThread(ctx context.Context, t Thread) error {
 		return err
 	}
 	k := keysFor(t.ID)
-	status, _, err := r.runWithIndex(ctx, "create thread", createScript, []string{k.thread},
+	status, _, err := r.runWrite(ctx, "create thread", createScript, []string{k.thread},
 		[]any{t.Owner, t.Processor, formatTime(t.CreatedAt), formatTime(t.UpdatedAt), r.opts.ThreadTTL.Milliseconds(), call},
 		r.touchIndex(t.Owner, t.ID, t.UpdatedAt, false))
 	if err != nil {
@@ -425,7 +531,7 @@ func (r *Redis) GetThread(ctx context.Context, threadID, principal string) (Thre
 // DeleteThread removes the thread and every key it owns. It returns
 // ErrNotFound when the thread does not exist or principal does not own it.
 func (r *Redis) DeleteThread(ctx context.Context, threadID, principal string) error {
-	status, _, err := r.runWithIndex(ctx, "delete thread", deleteScript, keysFor(threadID).all(), []any{principal},
+	status, _, err := r.runWrite(ctx, "delete thread", deleteScript, keysFor(threadID).all(), []any{principal},
 		func(pipe redis.Pipeliner) { pipe.ZRem(ctx, ownerKey(principal), threadID) })
 	if err != nil {
 		return err
@@ -606,7 +712,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	if c.Owner != "" {
 		index = r.touchIndex(c.Owner, c.ThreadID, now, true)
 	}
-	status, _, err := r.runWithIndex(ctx, "commit turn", commitScript, keys, args, index)
+	status, _, err := r.runWrite(ctx, "commit turn", commitScript, keys, args, index)
 	if err != nil {
 		return err
 	}
