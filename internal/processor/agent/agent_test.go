@@ -221,7 +221,7 @@ func TestAskUserPauseResumesOnAnotherInstance(t *testing.T) {
 	assert.Equal(t, []map[string]any{{"id": "call_ask", "name": "ask_user", "status": "done",
 		"arguments": map[string]any{"message": "Which size?", "requestedSchema": map[string]any{"type": "object",
 			"properties": map[string]any{"size": map[string]any{"type": "string", "enum": []any{"S", "M", "L"}}},
-			"required": []any{"size"}}}}}, done.toolCalls())
+			"required":   []any{"size"}}}}}, done.toolCalls())
 
 	sent := m.sent()
 	require.Len(t, sent, 2)
