@@ -34,6 +34,15 @@ type config struct {
 	ShutdownTimeout  time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"70s"`
 	LogLevel         string        `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat        string        `envconfig:"LOG_FORMAT" default:"json"`
+
+	// The agent processor "agent", enabled through CHATD_PROCESSORS.
+	AgentBaseURL      string `envconfig:"AGENT_BASE_URL"`
+	AgentModel        string `envconfig:"AGENT_MODEL"`
+	AgentAPIKey       string `envconfig:"AGENT_API_KEY"`
+	AgentSystemPrompt string `envconfig:"AGENT_SYSTEM_PROMPT"`
+	AgentAskUser      bool   `envconfig:"AGENT_ASK_USER" default:"true"`
+	// AgentsFile defines more agents, each a processor named by its name.
+	AgentsFile string `envconfig:"AGENTS_FILE"`
 }
 
 // loadConfig reads the CHATD_ variables and checks them. envconfig reads the
