@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"chatd/internal/api"
+	"chatd/internal/render"
 	"errors"
 	"fmt"
 	"net"
@@ -32,8 +33,16 @@ type config struct {
 	MaxBodyBytes     int64         `envconfig:"MAX_BODY_BYTES" default:"1048576"`
 	HeartbeatEvery   time.Duration `envconfig:"SSE_HEARTBEAT" default:"15s"`
 	ShutdownTimeout  time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"70s"`
-	LogLevel         string        `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat        string        `envconfig:"LOG_FORMAT" default:"json"`
+	// Connection timeouts (SPEC §11): headers, the whole body, one response
+	// or one SSE event, an idle keep-alive connection.
+	ReadHeaderTimeout time.Duration `envconfig:"READ_HEADER_TIMEOUT" default:"10s"`
+	ReadTimeout       time.Duration `envconfig:"READ_TIMEOUT" default:"30s"`
+	WriteTimeout      time.Duration `envconfig:"WRITE_TIMEOUT" default:"30s"`
+	IdleTimeout       time.Duration `envconfig:"IDLE_TIMEOUT" default:"120s"`
+	LogLevel          string        `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat         string        `envconfig:"LOG_FORMAT" default:"json"`
+	UI                bool          `envconfig:"UI" default:"true"`
+	EntityURLTemplate string        `envconfig:"ENTITY_URL_TEMPLATE"`
 
 	// The agent processor "agent", enabled through CHATD_PROCESSORS.
 	AgentBaseURL      string `envconfig:"AGENT_BASE_URL"`
@@ -86,6 +95,10 @@ func (c config) validate() error {
 	check(c.TurnTimeout >= time.Millisecond, "CHATD_TURN_TIMEOUT must be at least 1ms")
 	check(c.ShutdownTimeout >= c.TurnTimeout,
 		"CHATD_SHUTDOWN_TIMEOUT (%s) must be at least CHATD_TURN_TIMEOUT (%s), so shutdown can let running turns finish", c.ShutdownTimeout, c.TurnTimeout)
+	check(c.ReadHeaderTimeout >= time.Millisecond, "CHATD_READ_HEADER_TIMEOUT must be at least 1ms")
+	check(c.ReadTimeout >= time.Millisecond, "CHATD_READ_TIMEOUT must be at least 1ms")
+	check(c.WriteTimeout >= time.Millisecond, "CHATD_WRITE_TIMEOUT must be at least 1ms")
+	check(c.IdleTimeout >= time.Millisecond, "CHATD_IDLE_TIMEOUT must be at least 1ms")
 	check(c.HeartbeatEvery >= 0, "CHATD_SSE_HEARTBEAT must not be negative (0 disables it)")
 	check(c.HistoryMax >= 1, "CHATD_HISTORY_MAX must be at least 1")
 	check(c.HistoryWindow >= 0, "CHATD_HISTORY_WINDOW must not be negative")
@@ -102,6 +115,9 @@ func (c config) validate() error {
 		errs = append(errs, fmt.Errorf("CHATD_AUTH_MODE %q: want none, apikey or header", c.AuthMode))
 	}
 	check(c.LogFormat == "json" || c.LogFormat == "text", "CHATD_LOG_FORMAT %q: want json or text", c.LogFormat)
+	if err := render.CheckEntityURLTemplate(c.EntityURLTemplate); err != nil {
+		errs = append(errs, fmt.Errorf("CHATD_ENTITY_URL_TEMPLATE: %w", err))
+	}
 	return errors.Join(errs...)
 }
 

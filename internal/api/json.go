@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
 )
@@ -51,6 +52,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bo
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return nil, errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "request body exceeds %d bytes", limit)
+		}
+		var netErr net.Error
+		if errors.As(err, &netErr) && netErr.Timeout() {
+			// CHATD_READ_TIMEOUT passed, or the server is shutting down.
+			return nil, errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time")
 		}
 		return nil, errorf(http.StatusBadRequest, "invalid_request", "could not read request body")
 	}

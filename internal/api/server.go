@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"chatd/internal/processor"
+	"chatd/internal/render"
 	"chatd/internal/store"
 )
 
@@ -49,6 +50,10 @@ type Config struct {
 	// HeartbeatInterval spaces the comment heartbeats of idle streams; a
 	// negative value disables them.
 	HeartbeatInterval time.Duration
+	// WriteTimeout bounds writing one SSE event (and the drain of what is
+	// queued when a stream ends) to a client that does not read; the
+	// stream is then dropped while its turn completes.
+	WriteTimeout time.Duration
 }
 
 // DefaultConfig is SPEC §9's defaults.
@@ -58,6 +63,7 @@ var DefaultConfig = Config{
 	HistoryWindow:     50,
 	MaxBodyBytes:      1 << 20,
 	HeartbeatInterval: 15 * time.Second,
+	WriteTimeout:      30 * time.Second,
 }
 
 // withDefaults fills unset (zero) fields from DefaultConfig, so a partial
@@ -77,6 +83,9 @@ func (c Config) withDefaults() Config {
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = d.HeartbeatInterval
 	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = d.WriteTimeout
+	}
 	return c
 }
 
@@ -88,6 +97,11 @@ type Deps struct {
 	Logger     *slog.Logger
 	Metrics    *Metrics
 	Config     Config
+	// Renderer turns messages into HTML for ?render=html; nil gets one
+	// without an entity URL template.
+	Renderer *render.Renderer
+	// UI serves the chat page at /; nil serves none.
+	UI http.Handler
 }
 
 // Server is chatd's HTTP handler.
@@ -98,10 +112,14 @@ type Server struct {
 	log        *slog.Logger
 	metrics    *Metrics
 	cfg        Config
+	renderer   *render.Renderer
+	ui         http.Handler
 	handler    http.Handler
 	// windows are the history windows of processors that read less than
 	// cfg.HistoryWindow.
 	windows map[string]int
+	// storeErrLog limits the lines logged for an unreachable store.
+	storeErrLog *logThrottle
 }
 
 // NewServer wires the routes. Missing optional deps get defaults: no auth
@@ -114,6 +132,10 @@ func NewServer(d Deps) *Server {
 		log:        d.Logger,
 		metrics:    d.Metrics,
 		cfg:        d.Config,
+		renderer:   d.Renderer,
+		ui:         d.UI,
+		// One line a second: enough to see an outage begin and end.
+		storeErrLog: &logThrottle{interval: time.Second},
 	}
 	if s.auth == nil {
 		s.auth = AnonymousAuth{}
@@ -123,6 +145,10 @@ func NewServer(d Deps) *Server {
 	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
+	}
+	if s.renderer == nil {
+		// Without a template New cannot fail.
+		s.renderer, _ = render.New(render.Options{})
 	}
 	s.cfg = s.cfg.withDefaults()
 	s.windows = s.processors.Windows(s.cfg.HistoryWindow)
@@ -162,15 +188,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) observeError(r *http.Request, p Problem, err error) {
+	if p.Status < 500 || isClientGone(err) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", requestID(r.Context())),
+		slog.String("code", p.Code),
+		slog.String("error", err.Error()),
+	}
 	if errors.Is(err, store.ErrUnavailable) {
 		s.metrics.storeErrors.Inc()
+		ok, suppressed := s.storeErrLog.allow(time.Now())
+		if !ok {
+			return
+		}
+		attrs = append(attrs, slog.Int("suppressed", suppressed))
 	}
-	if p.Status >= 500 && !isClientGone(err) {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("request_id", requestID(r.Context())),
-			slog.String("code", p.Code),
-			slog.String("error", err.Error()))
-	}
+	s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", attrs...)
 }
 
 const problemType = "application/problem+json"

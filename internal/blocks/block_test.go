@@ -28,8 +28,8 @@ var validBlocks = []struct {
 	{name: "empty image data", typ: TypeImage, json: `{"type":"image","data":"","mimeType":"image/png"}`},
 	{name: "priority zero kept", typ: TypeText, json: `{"type":"text","text":"x","annotations":{"priority":0}}`, keepText: []string{`"priority":0}`}},
 	{name: "priority one", typ: TypeText, json: `{"type":"text","text":"x","annotations":{"priority":1,"audience":[]}}`},
-	{name: "numbers as written", typ: TypeResourceLink, json: `{"type":"resource_link","uri":"u","name":"n","size":1.50,"annotations":{"priority":7e-1},"x-big":123456789012345678901234567890}`, keepText: []string{`"size":1.50`, `"priority":7e-1`, `"x-big":123456789012345678901234567890`}},
-	{name: "fractional size", typ: TypeResourceLink, json: `{"type":"resource_link","uri":"u","name":"n","size":0.5}`},
+	{name: "numbers as written", typ: TypeResourceLink, json: `{"type":"resource_link","uri":"file:///u","name":"n","size":1.50,"annotations":{"priority":7e-1},"x-big":123456789012345678901234567890}`, keepText: []string{`"size":1.50`, `"priority":7e-1`, `"x-big":123456789012345678901234567890`}},
+	{name: "fractional size", typ: TypeResourceLink, json: `{"type":"resource_link","uri":"file:///u","name":"n","size":0.5}`},
 	{name: "lastModified with offset and fraction", typ: TypeAudio, json: `{"type":"audio","data":"AAAA","mimeType":"audio/ogg","annotations":{"lastModified":"2025-05-03T14:30:00.123+02:00"}}`},
 	{name: "blob resource", typ: TypeResource, json: `{"type":"resource","resource":{"uri":"file:///img.png","blob":"` + pngBase64 + `"}}`},
 	{name: "empty resource text", typ: TypeResource, json: `{"type":"resource","resource":{"uri":"file:///empty.txt","text":""}}`, keepText: []string{`"text":""`}},
@@ -37,7 +37,7 @@ var validBlocks = []struct {
 		`"annotations":{"priority":0.25,"x-color":"red"},` +
 		`"resource":{"uri":"file:///a","text":"a","etag":"abc","annotations":{"priority":9},"_meta":{"example.com/x.y":1}},` +
 		`"_meta":{"drupal.org/ai.citations":[{"uri":"https://example.com","title":"Example","x":{"deep":[{}]}}]}}`},
-	{name: "unknown fields in icons", typ: TypeResourceLink, json: `{"type":"resource_link","uri":"u","name":"n","icons":[{"src":"https://e.com/i.png","x-scale":2}]}`},
+	{name: "unknown fields in icons", typ: TypeResourceLink, json: `{"type":"resource_link","uri":"file:///u","name":"n","icons":[{"src":"https://e.com/i.png","x-scale":2}]}`},
 	{name: "fields of other types are unknown", typ: TypeText, json: `{"type":"text","text":"t","data":"not base64!","uri":5,"icons":"nope"}`},
 	{name: "received reserved meta key", typ: TypeText, json: `{"type":"text","text":"t","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"1"},"progressToken":3}}`},
 	{name: "html and unicode escapes", typ: TypeText, json: `{"type":"text","text":"<b>&amp;</b> \u00e9 \u2028 \ud83d\ude00 \t"}`},
@@ -136,15 +136,15 @@ func TestDecodeRejects(t *testing.T) {
 		{"audio mimeType wrong type", `{"type":"audio","data":"AAAA","mimeType":["audio/wav"]}`, []FieldError{{"mimeType", "must be a string, not an array"}}},
 		{"link missing uri and name", `{"type":"resource_link"}`, []FieldError{{"uri", "is required"}, {"name", "is required"}}},
 		{"link uri wrong type", `{"type":"resource_link","uri":{},"name":"n"}`, []FieldError{{"uri", "must be a string, not an object"}}},
-		{"link name wrong type", `{"type":"resource_link","uri":"u","name":false}`, []FieldError{{"name", "must be a string, not a boolean"}}},
-		{"link optional strings wrong type", `{"type":"resource_link","uri":"u","name":"n","title":1,"description":null,"mimeType":2}`, []FieldError{
+		{"link name wrong type", `{"type":"resource_link","uri":"file:///u","name":false}`, []FieldError{{"name", "must be a string, not a boolean"}}},
+		{"link optional strings wrong type", `{"type":"resource_link","uri":"file:///u","name":"n","title":1,"description":null,"mimeType":2}`, []FieldError{
 			{"title", "must be a string, not a number"}, {"description", "must be a string, not null"}, {"mimeType", "must be a string, not a number"},
 		}},
-		{"link negative size", `{"type":"resource_link","uri":"u","name":"n","size":-1}`, []FieldError{{"size", "must be a non-negative number"}}},
-		{"link size string", `{"type":"resource_link","uri":"u","name":"n","size":"12"}`, []FieldError{{"size", "must be a non-negative number"}}},
-		{"link size too large", `{"type":"resource_link","uri":"u","name":"n","size":1e400}`, []FieldError{{"size", "must be a non-negative number"}}},
-		{"link icons not array", `{"type":"resource_link","uri":"u","name":"n","icons":{}}`, []FieldError{{"icons", "must be an array, not an object"}}},
-		{"link bad icons", `{"type":"resource_link","uri":"u","name":"n","icons":[{"src":"a"},"x",{"mimeType":3,"sizes":["1x1",4],"theme":"blue"},{"src":"b","sizes":"any"}]}`, []FieldError{
+		{"link negative size", `{"type":"resource_link","uri":"file:///u","name":"n","size":-1}`, []FieldError{{"size", "must be a non-negative number"}}},
+		{"link size string", `{"type":"resource_link","uri":"file:///u","name":"n","size":"12"}`, []FieldError{{"size", "must be a non-negative number"}}},
+		{"link size too large", `{"type":"resource_link","uri":"file:///u","name":"n","size":1e400}`, []FieldError{{"size", "must be a non-negative number"}}},
+		{"link icons not array", `{"type":"resource_link","uri":"file:///u","name":"n","icons":{}}`, []FieldError{{"icons", "must be an array, not an object"}}},
+		{"link bad icons", `{"type":"resource_link","uri":"file:///u","name":"n","icons":[{"src":"https://e.com/a"},"x",{"mimeType":3,"sizes":["1x1",4],"theme":"blue"},{"src":"https://e.com/b","sizes":"any"}]}`, []FieldError{
 			{"icons[1]", "must be an object, not a string"},
 			{"icons[2].src", "is required"},
 			{"icons[2].mimeType", "must be a string, not a number"},
@@ -156,12 +156,12 @@ func TestDecodeRejects(t *testing.T) {
 		{"resource not object", longRes + `"file:///a"}`, []FieldError{{"resource", "must be an object, not a string"}}},
 		{"resource uri missing", longRes + `{"text":"a"}}`, []FieldError{{"resource.uri", "is required"}}},
 		{"resource uri wrong type", longRes + `{"uri":1,"text":"a"}}`, []FieldError{{"resource.uri", "must be a string, not a number"}}},
-		{"resource both text and blob", longRes + `{"uri":"u","text":"a","blob":"AAAA"}}`, []FieldError{{"resource", "must have exactly one of text and blob, not both"}}},
-		{"resource neither text nor blob", longRes + `{"uri":"u","mimeType":"text/plain"}}`, []FieldError{{"resource", "must have text or blob"}}},
-		{"resource bad blob", longRes + `{"uri":"u","blob":"%%%%"}}`, []FieldError{{"resource.blob", "not valid base64"}}},
-		{"resource text wrong type", longRes + `{"uri":"u","text":{"a":1}}}`, []FieldError{{"resource.text", "must be a string, not an object"}}},
-		{"resource mimeType wrong type", longRes + `{"uri":"u","text":"a","mimeType":true}}`, []FieldError{{"resource.mimeType", "must be a string, not a boolean"}}},
-		{"resource bad meta key", longRes + `{"uri":"u","text":"a","_meta":{"a/b/c":1}}}`, []FieldError{{`resource._meta["a/b/c"]`, `invalid key: name must not contain "/" (use a dot: <domain>/<module>.<name>)`}}},
+		{"resource both text and blob", longRes + `{"uri":"file:///u","text":"a","blob":"AAAA"}}`, []FieldError{{"resource", "must have exactly one of text and blob, not both"}}},
+		{"resource neither text nor blob", longRes + `{"uri":"file:///u","mimeType":"text/plain"}}`, []FieldError{{"resource", "must have text or blob"}}},
+		{"resource bad blob", longRes + `{"uri":"file:///u","blob":"%%%%"}}`, []FieldError{{"resource.blob", "not valid base64"}}},
+		{"resource text wrong type", longRes + `{"uri":"file:///u","text":{"a":1}}}`, []FieldError{{"resource.text", "must be a string, not an object"}}},
+		{"resource mimeType wrong type", longRes + `{"uri":"file:///u","text":"a","mimeType":true}}`, []FieldError{{"resource.mimeType", "must be a string, not a boolean"}}},
+		{"resource bad meta key", longRes + `{"uri":"file:///u","text":"a","_meta":{"a/b/c":1}}}`, []FieldError{{`resource._meta["a/b/c"]`, `invalid key: name must not contain "/" (use a dot: <domain>/<module>.<name>)`}}},
 		{"annotations not object", `{"type":"text","text":"a","annotations":[]}`, []FieldError{{"annotations", "must be an object, not an array"}}},
 		{"audience not array", `{"type":"text","text":"a","annotations":{"audience":"user"}}`, []FieldError{{"annotations.audience", "must be an array, not a string"}}},
 		{"bad audience", `{"type":"text","text":"a","annotations":{"audience":["user","robot",1]}}`, []FieldError{
@@ -207,7 +207,7 @@ func TestDecodeListReportsAllViolations(t *testing.T) {
 	data := `[
 		{"type":"text","text":"fine"},
 		{"type":"image","data":"AAAA","mimeType":"image/png","annotations":{"priority":1.5,"audience":["bot"]}},
-		{"type":"resource","resource":{"uri":"u","blob":"@@@@"}},
+		{"type":"resource","resource":{"uri":"file:///u","blob":"@@@@"}},
 		"not a block",
 		{"type":"carousel"},
 		{"type":"text","text":"x","_meta":{"drupal.org/":1}}
@@ -231,7 +231,7 @@ func TestDecodeList(t *testing.T) {
 		wantErr []FieldError
 	}{
 		{name: "empty", json: `[]`, want: []string{}},
-		{name: "several", json: `[{"type":"text","text":"a"},{"type":"resource_link","uri":"u","name":"n"}]`, want: []string{TypeText, TypeResourceLink}},
+		{name: "several", json: `[{"type":"text","text":"a"},{"type":"resource_link","uri":"file:///u","name":"n"}]`, want: []string{TypeText, TypeResourceLink}},
 		{name: "object", json: `{"type":"text","text":"a"}`, wantErr: []FieldError{{"content_blocks", "must be an array of content blocks, not an object"}}},
 		{name: "null", json: `null`, wantErr: []FieldError{{"content_blocks", "must be an array of content blocks, not null"}}},
 		{name: "empty input", json: ``, wantErr: []FieldError{{"content_blocks", "invalid JSON: no value"}}},

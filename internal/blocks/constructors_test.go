@@ -83,16 +83,16 @@ func TestConstructorsReject(t *testing.T) {
 		{"image bad base64 and no mime type", func() (ContentBlock, error) { return Image("abc", "") }, []FieldError{{"mimeType", "must not be empty"}, {"data", "not valid base64"}}},
 		{"audio bad base64", func() (ContentBlock, error) { return Audio("AAAA\n", "audio/wav") }, []FieldError{{"data", "not valid base64"}}},
 		{"link without uri and name", func() (ContentBlock, error) { return ResourceLink("", "", LinkOptions{}) }, []FieldError{{"uri", "must not be empty"}, {"name", "must not be empty"}}},
-		{"link negative size", func() (ContentBlock, error) { return ResourceLink("u", "n", LinkOptions{Size: ptr(int64(-1))}) }, []FieldError{{"size", "must be a non-negative number"}}},
+		{"link negative size", func() (ContentBlock, error) { return ResourceLink("file:///u", "n", LinkOptions{Size: ptr(int64(-1))}) }, []FieldError{{"size", "must be a non-negative number"}}},
 		{"link bad icon", func() (ContentBlock, error) {
-			return ResourceLink("u", "n", LinkOptions{Icons: []Icon{{Src: "s", Theme: "sepia"}}})
+			return ResourceLink("file:///u", "n", LinkOptions{Icons: []Icon{{Src: "https://e.com/s", Theme: "sepia"}}})
 		}, []FieldError{{"icons[0].theme", `must be "light" or "dark"`}}},
 		{"embedded without uri", func() (ContentBlock, error) { return EmbeddedText("", "", "x") }, []FieldError{{"resource.uri", "must not be empty"}}},
 		{"embedded both", func() (ContentBlock, error) {
-			return EmbeddedResource(ResourceContents{URI: "u", Text: ptr("a"), Blob: ptr("AAAA")})
+			return EmbeddedResource(ResourceContents{URI: "file:///u", Text: ptr("a"), Blob: ptr("AAAA")})
 		}, []FieldError{{"resource", "must have exactly one of text and blob, not both"}}},
-		{"embedded neither", func() (ContentBlock, error) { return EmbeddedResource(ResourceContents{URI: "u"}) }, []FieldError{{"resource", "must have text or blob"}}},
-		{"embedded bad blob", func() (ContentBlock, error) { return EmbeddedBlob("u", "", "!!") }, []FieldError{{"resource.blob", "not valid base64"}}},
+		{"embedded neither", func() (ContentBlock, error) { return EmbeddedResource(ResourceContents{URI: "file:///u"}) }, []FieldError{{"resource", "must have text or blob"}}},
+		{"embedded bad blob", func() (ContentBlock, error) { return EmbeddedBlob("file:///u", "", "!!") }, []FieldError{{"resource.blob", "not valid base64"}}},
 		{"entity card bad fields", func() (ContentBlock, error) { return EntityCard("Node", "", "not-a-uuid", "") }, []FieldError{
 			{"entity_type", "must be a machine name: lowercase letters, digits and underscores"}, {"id", "must not be empty"}, {"uuid", "must be a UUID"},
 		}},

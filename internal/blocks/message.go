@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,6 +22,11 @@ const (
 // and in history. Text is authoritative for block-unaware consumers;
 // ContentBlocks and Meta enrich it and are omitted from JSON when empty, so a
 // plain message serializes exactly as {id, role, message, timestamp}.
+//
+// Meta values decoded from JSON hold numbers as json.Number, written back
+// digit for digit (1e400, 9007199254740993, -0 and 1.0 stay as they were),
+// and the timestamp is written with exactly three fractional digits
+// (FormatTimestamp).
 type Message struct {
 	ID            string         `json:"id"`
 	Role          Role           `json:"role"`
@@ -28,6 +34,56 @@ type Message struct {
 	Timestamp     time.Time      `json:"timestamp"`
 	ContentBlocks []ContentBlock `json:"content_blocks,omitempty"`
 	Meta          map[string]any `json:"_meta,omitempty"`
+}
+
+// messageJSON is a Message on the wire.
+type messageJSON struct {
+	ID            string          `json:"id"`
+	Role          Role            `json:"role"`
+	Text          string          `json:"message"`
+	Timestamp     string          `json:"timestamp"`
+	ContentBlocks []ContentBlock  `json:"content_blocks,omitempty"`
+	Meta          json.RawMessage `json:"_meta,omitempty"`
+}
+
+// MarshalJSON writes the message as its wire record.
+func (m Message) MarshalJSON() ([]byte, error) {
+	w := messageJSON{ID: m.ID, Role: m.Role, Text: m.Text, Timestamp: FormatTimestamp(m.Timestamp), ContentBlocks: m.ContentBlocks}
+	if len(m.Meta) > 0 {
+		meta, err := appendObject(nil, m.Meta, "")
+		if err != nil {
+			return nil, fmt.Errorf("message _meta: %w", err)
+		}
+		w.Meta = meta
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads a wire record. Numbers in _meta become json.Number,
+// not float64: a float64 would round 9007199254740993 and cannot hold 1e400
+// at all.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var w messageJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	ts, err := time.Parse(time.RFC3339Nano, w.Timestamp)
+	if err != nil {
+		return fmt.Errorf("message timestamp: %w", err)
+	}
+	var meta map[string]any
+	if len(w.Meta) > 0 && string(w.Meta) != "null" {
+		v, err := parseJSON(w.Meta)
+		if err != nil {
+			return fmt.Errorf("message _meta: %w", err)
+		}
+		var ok bool
+		if meta, ok = v.(map[string]any); !ok {
+			return errors.New("message _meta: must be an object, not " + KindOf(v))
+		}
+	}
+	*m = Message{ID: w.ID, Role: w.Role, Text: w.Text, Timestamp: ts.UTC(), ContentBlocks: w.ContentBlocks, Meta: meta}
+	return nil
 }
 
 // NewMessage returns a message with a fresh time-ordered ID and the current
@@ -47,10 +103,32 @@ func NewMessage(role Role, text string, contentBlocks []ContentBlock, meta map[s
 // the precision every timestamp chatd serves has.
 func Now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 
-// NewID mints a UUIDv7: IDs sort by creation time, which history paging
-// relies on.
+// timestampLayout is RFC 3339 with exactly three fractional digits. A fixed
+// width keeps the string order of timestamps their time order, which
+// time.RFC3339Nano (trailing zeros dropped: .5Z sorts after .123Z) does not.
+const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTimestamp formats t as every timestamp chatd serves is written: RFC
+// 3339 in UTC with exactly three fractional digits, 2026-11-30T14:56:58.500Z.
+func FormatTimestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
+
+// NewID mints a UUIDv7, time-ordered, for threads and messages. History
+// does not page by ID order (IDs minted on several instances interleave
+// with their clocks) but by commit position; the time order only makes IDs
+// read naturally and index well.
 func NewID() string {
 	return uuid.Must(uuid.NewV7()).String()
+}
+
+// IsCanonicalID reports whether s is a UUID in canonical form (lowercase,
+// hyphenated), the only form chatd mints its IDs in, elicitation IDs
+// included. Anything else cannot name a thread, message or elicitation.
+func IsCanonicalID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	u, err := uuid.Parse(s)
+	return err == nil && u.String() == s
 }
 
 // Blocks returns the message's content blocks (nil when it has none).

@@ -26,6 +26,28 @@ var RegisteredKeys = []string{
 	MetaStatusItem, MetaElicitationID, MetaWidgets, MetaElicitationResult,
 }
 
+// RecordKeys are the _meta keys with which chatd records the elicitation
+// protocol in history. chatd alone writes them: a client that could set one
+// could forge a question or an answer in a replayed conversation.
+var RecordKeys = []string{MetaElicitationID, MetaElicitationResult}
+
+// IsRecordKey reports whether key is one of RecordKeys. The prefix is a
+// domain name and compared case-insensitively (DRUPAL.ORG/ai.elicitation_id
+// is the same key to anyone who reads it as one); the name exactly.
+func IsRecordKey(key string) bool {
+	prefix, name, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	for _, rk := range RecordKeys {
+		rp, rn, _ := strings.Cut(rk, "/")
+		if name == rn && strings.EqualFold(prefix, rp) {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrInvalidMetaKey is wrapped by every error ValidateMetaKey returns.
 var ErrInvalidMetaKey = errors.New("invalid _meta key")
 

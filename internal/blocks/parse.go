@@ -37,6 +37,9 @@ type parser struct {
 	data  []byte
 	pos   int
 	depth int
+	// exact, when set, refuses what a decode would not keep exactly (see
+	// CheckExact) and tracks where the parser is for the error's path.
+	exact *exactness
 }
 
 func (p *parser) errorf(format string, args ...any) error {
@@ -114,6 +117,9 @@ func (p *parser) enter() error {
 	if p.depth > maxDepth {
 		return p.errorf("nesting deeper than %d", maxDepth)
 	}
+	if p.exact != nil && p.depth > MaxDepth {
+		return p.exact.fail(fmt.Sprintf("nests deeper than %d levels", MaxDepth))
+	}
 	return nil
 }
 
@@ -123,6 +129,10 @@ func (p *parser) object() (any, error) {
 	}
 	p.pos++ // '{'
 	m := make(map[string]any)
+	if p.exact != nil {
+		p.exact.path = append(p.exact.path, "")
+		defer func() { p.exact.path = p.exact.path[:len(p.exact.path)-1] }()
+	}
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
@@ -143,6 +153,12 @@ func (p *parser) object() (any, error) {
 		}
 		p.pos++
 		p.skipSpace()
+		if p.exact != nil {
+			p.exact.path[len(p.exact.path)-1] = keySegment(key.(string))
+			if _, dup := m[key.(string)]; dup {
+				return nil, p.exact.fail("appears more than once in its object; only one value could be kept")
+			}
+		}
 		v, err := p.value()
 		if err != nil {
 			return nil, err
@@ -172,6 +188,10 @@ func (p *parser) array() (any, error) {
 	}
 	p.pos++ // '['
 	a := []any{}
+	if p.exact != nil {
+		p.exact.path = append(p.exact.path, "")
+		defer func() { p.exact.path = p.exact.path[:len(p.exact.path)-1] }()
+	}
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
@@ -179,6 +199,9 @@ func (p *parser) array() (any, error) {
 		return a, nil
 	}
 	for {
+		if p.exact != nil {
+			p.exact.path[len(p.exact.path)-1] = "[" + strconv.Itoa(len(a)) + "]"
+		}
 		v, err := p.value()
 		if err != nil {
 			return nil, err
@@ -285,6 +308,9 @@ func (p *parser) string() (any, error) {
 		default:
 			r, size := utf8.DecodeRune(p.data[p.pos:])
 			if r == utf8.RuneError && size == 1 {
+				if p.exact != nil {
+					return nil, p.exact.fail("holds a byte that is not UTF-8")
+				}
 				buf = utf8.AppendRune(buf, utf8.RuneError)
 			} else {
 				buf = append(buf, p.data[p.pos:p.pos+size]...)
@@ -336,6 +362,9 @@ func (p *parser) escape(buf []byte) ([]byte, error) {
 						return utf8.AppendRune(buf, dec), nil
 					}
 				}
+			}
+			if p.exact != nil {
+				return nil, p.exact.fail(`holds a lone UTF-16 surrogate escape (\u` + strconv.FormatInt(int64(r), 16) + `), which is not a character`)
 			}
 			r = utf8.RuneError
 		}

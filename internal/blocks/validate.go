@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 )
 
 // validateBlockValue checks that v is a block object and validates it,
@@ -36,7 +35,7 @@ func validateBlock(obj map[string]any, path string, ve *ValidationError) {
 			requireBase64(obj, path, "data", ve)
 			requireString(obj, path, "mimeType", ve)
 		case TypeResourceLink:
-			requireString(obj, path, "uri", ve)
+			requireURI(obj, path, "uri", ve)
 			requireString(obj, path, "name", ve)
 			optionalString(obj, path, "title", ve)
 			optionalString(obj, path, "description", ve)
@@ -76,7 +75,7 @@ func validateResource(v any, path string, ve *ValidationError) {
 		ve.Add(path, mustBe("an object", v))
 		return
 	}
-	requireString(r, path, "uri", ve)
+	requireURI(r, path, "uri", ve)
 	optionalString(r, path, "mimeType", ve)
 	_, hasText := r["text"]
 	_, hasBlob := r["blob"]
@@ -119,7 +118,7 @@ func validateAnnotations(v any, path string, ve *ValidationError) {
 		}
 	}
 	if lm, ok := a["lastModified"]; ok {
-		if s, ok := lm.(string); !ok || !isRFC3339(s) {
+		if s, ok := lm.(string); !ok || !IsDateTime(s) {
 			ve.Add(JoinPath(path, "lastModified"), "must be an RFC 3339 date-time with a time zone offset")
 		}
 	}
@@ -138,7 +137,7 @@ func validateIcons(v any, path string, ve *ValidationError) {
 			ve.Add(p, mustBe("an object", e))
 			continue
 		}
-		requireString(ic, p, "src", ve)
+		requireURI(ic, p, "src", ve)
 		optionalString(ic, p, "mimeType", ve)
 		if s, ok := ic["sizes"]; ok {
 			if sizes, ok := s.([]any); !ok {
@@ -173,6 +172,21 @@ func requireString(obj map[string]any, path, key string, ve *ValidationError) {
 		ve.Add(JoinPath(path, key), "is required")
 	case !isString(v):
 		ve.Add(JoinPath(path, key), mustBe("a string", v))
+	}
+}
+
+// requireURI checks a field MCP types as format "uri": an RFC 3986 URI with
+// a scheme (entity:node/5 and https://example.com are; rel/path and "" are
+// not), so what chatd echoes meets its own contract.
+func requireURI(obj map[string]any, path, key string, ve *ValidationError) {
+	v, ok := obj[key]
+	switch {
+	case !ok:
+		ve.Add(JoinPath(path, key), "is required")
+	case !isString(v):
+		ve.Add(JoinPath(path, key), mustBe("a string", v))
+	case !IsURI(v.(string)):
+		ve.Add(JoinPath(path, key), "must be an RFC 3986 URI with a scheme (https://example.com/a, entity:node/5)")
 	}
 }
 
@@ -213,11 +227,6 @@ func number(v any) (float64, bool) {
 	return f, err == nil
 }
 
-func isRFC3339(s string) bool {
-	_, err := time.Parse(time.RFC3339, s)
-	return err == nil
-}
-
 var base64Alphabet = func() (t [256]bool) {
 	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
 		t[c] = true
@@ -253,21 +262,6 @@ func mustBe(what string, got any) string {
 	return "must be " + what + ", not " + kindOf(got)
 }
 
-// kindOf names the JSON type of a decoded value for error messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
-}
+// kindOf names the JSON type of a decoded value for error messages, with
+// its article ("a number").
+func kindOf(v any) string { return withArticle(KindOf(v)) }

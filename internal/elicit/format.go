@@ -3,7 +3,8 @@ package elicit
 import (
 	"net/netip"
 	"strings"
-	"time"
+
+	"chatd/internal/blocks"
 )
 
 // The format checks run on every answer, so they scan the string once with
@@ -18,7 +19,7 @@ func checkFormat(f stringFormat, s string) string {
 			return "must be an email address"
 		}
 	case formatURI:
-		if !isAbsoluteURI(s) {
+		if !blocks.IsURI(s) {
 			return "must be an absolute URI with a scheme"
 		}
 	case formatDate:
@@ -26,11 +27,9 @@ func checkFormat(f stringFormat, s string) string {
 			return "must be a calendar date formatted YYYY-MM-DD"
 		}
 	case formatDateTime:
-		// time.Parse recognises the RFC 3339 layout and takes a fast path
-		// that does not allocate, about as quick as the scanners above; a
-		// scanner of our own would only add a second definition of RFC 3339
-		// to keep in step with the one the rest of chatd uses.
-		if _, err := time.Parse(time.RFC3339, s); err != nil {
+		// One definition of RFC 3339 for all of chatd, lowercase t and z
+		// included.
+		if !blocks.IsDateTime(s) {
 			return "must be an RFC 3339 date-time with a time zone offset"
 		}
 	}
@@ -168,147 +167,6 @@ func isAddressLiteral(s string) bool {
 	}
 	_, err := netip.ParseAddr(ip)
 	return err == nil
-}
-
-// isAbsoluteURI reports whether s is an RFC 3986 URI: a scheme, ":", then
-// the hierarchical part, an optional "?query" and an optional "#fragment"
-// (JSON Schema's "uri" allows the fragment that RFC 3986's absolute-URI
-// leaves out).
-//
-// The scheme is a letter followed by letters, digits, "+", "-" and ".".
-// Everything after it is ASCII: unreserved characters, reserved ones and
-// "%" with two hex digits; no spaces, controls, non-ASCII text (an IRI must
-// be percent-encoded first), or any of `"<>\^{|}. "#" appears at most once,
-// to start the fragment. An authority ("//" after the scheme) is checked
-// as RFC 3986 defines it: an optional userinfo "@" (unreserved,
-// sub-delims, ":" and escapes), then a host — a registered name of
-// unreserved characters and sub-delims, or an IPv6 address in brackets
-// without a zone — then an optional ":" and decimal port. Two things are
-// stricter than RFC 3986, as net/url is: a host name may percent-encode
-// only non-ASCII bytes, and a bracketed host must be an IPv6 address (no
-// IPvFuture, no bare IPv4). "[" and "]" are tolerated outside the host.
-func isAbsoluteURI(s string) bool {
-	colon := schemeEnd(s)
-	if colon < 0 {
-		return false
-	}
-	rest := s[colon+1:]
-	if len(rest) >= 2 && rest[0] == '/' && rest[1] == '/' {
-		rest = rest[2:]
-		end := strings.IndexAny(rest, "/?#")
-		if end < 0 {
-			end = len(rest)
-		}
-		if !isAuthority(rest[:end]) {
-			return false
-		}
-		rest = rest[end:]
-	}
-	fragment := false
-	for i := 0; i < len(rest); i++ {
-		switch c := rest[i]; {
-		case charClass[c]&classURIText != 0:
-		case c == '%':
-			if !isEscape(rest, i) {
-				return false
-			}
-			i += 2
-		case c == '#' && !fragment:
-			fragment = true
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// schemeEnd returns the index of the ":" ending the scheme s begins with,
-// or -1 if s does not begin with one.
-func schemeEnd(s string) int {
-	if s == "" || charClass[s[0]]&classAlnum == 0 || s[0] <= '9' {
-		return -1 // a scheme begins with a letter
-	}
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == ':':
-			return i
-		case charClass[c]&classScheme == 0:
-			return -1
-		}
-	}
-	return -1
-}
-
-// isEscape reports whether s[i:] begins with "%" and two hex digits.
-func isEscape(s string, i int) bool {
-	return i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2])
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// isAuthority reports whether a is an RFC 3986 authority, the text between
-// "//" and the path: [userinfo "@"] host [":" port].
-func isAuthority(a string) bool {
-	if at := strings.IndexByte(a, '@'); at >= 0 {
-		for i := 0; i < at; i++ {
-			switch c := a[i]; {
-			case charClass[c]&(classUnreserved|classSubDelim) != 0 || c == ':':
-			case c == '%' && isEscape(a[:at], i):
-				i += 2
-			default:
-				return false
-			}
-		}
-		a = a[at+1:]
-	}
-	var port string
-	if len(a) > 0 && a[0] == '[' {
-		end := strings.IndexByte(a, ']')
-		if end < 0 || !isIPv6Literal(a[1:end]) {
-			return false
-		}
-		if port = a[end+1:]; port != "" && port[0] != ':' {
-			return false
-		}
-	} else {
-		host := a
-		if colon := strings.IndexByte(a, ':'); colon >= 0 {
-			host, port = a[:colon], a[colon:]
-		}
-		for i := 0; i < len(host); i++ {
-			switch c := host[i]; {
-			case charClass[c]&(classUnreserved|classSubDelim) != 0:
-			case c == '%' && isEscape(host, i) && host[i+1] >= '8':
-				// RFC 3986 §3.2.2 wants escapes in a name only for
-				// non-ASCII bytes, and net/url refuses the others.
-				i += 2
-			default:
-				return false
-			}
-		}
-	}
-	if port == "" {
-		return true
-	}
-	for i := 1; i < len(port); i++ {
-		if port[i] < '0' || port[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// isIPv6Literal reports whether s, the text between the brackets of an
-// RFC 3986 IP-literal, is an IPv6 address, as net/url requires (an
-// IPv4-mapped one included).
-func isIPv6Literal(s string) bool {
-	if strings.IndexByte(s, '%') >= 0 {
-		return false // a zone (RFC 6874); not RFC 3986
-	}
-	ip, err := netip.ParseAddr(s)
-	return err == nil && !ip.Is4()
 }
 
 // isDate reports whether s is a calendar date written YYYY-MM-DD, years 0000

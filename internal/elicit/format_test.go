@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"chatd/internal/blocks"
+
 	"github.com/stretchr/testify/assert"
 )
 
@@ -114,7 +116,7 @@ func TestIsEmail(t *testing.T) {
 }
 
 func TestIsAbsoluteURI(t *testing.T) {
-	runFormatCases(t, isAbsoluteURI, netURLAbsolute, []formatCase{
+	runFormatCases(t, blocks.IsURI, netURLAbsolute, []formatCase{
 		// Accepted by both.
 		{in: "https://example.com/ada", want: true, before: true},
 		{in: "HTTPS://EXAMPLE.COM", want: true, before: true},
@@ -252,10 +254,10 @@ func FuzzFormats(f *testing.F) {
 		} else if !got && old && emailTightening(s) == "" {
 			t.Fatalf("isEmail(%q) refuses what net/mail accepted, for no listed reason", s)
 		}
-		if got, old := isAbsoluteURI(s), netURLAbsolute(s); got && !old {
-			t.Fatalf("isAbsoluteURI(%q) accepts what net/url refused", s)
+		if got, old := blocks.IsURI(s), netURLAbsolute(s); got && !old {
+			t.Fatalf("blocks.IsURI(%q) accepts what net/url refused", s)
 		} else if !got && old && uriTightening(s) == "" {
-			t.Fatalf("isAbsoluteURI(%q) refuses what net/url accepted, for no listed reason", s)
+			t.Fatalf("blocks.IsURI(%q) refuses what net/url accepted, for no listed reason", s)
 		}
 	})
 }
@@ -297,7 +299,7 @@ func emailTightening(s string) string {
 
 // uriTightening returns which documented restriction, beyond what net/url
 // enforced, s breaks, or "". It is written independently of the scanner,
-// from the rules in isAbsoluteURI's doc comment.
+// from the rules in blocks.IsURI's doc comment.
 func uriTightening(s string) string {
 	if !isASCII(s) {
 		return "not ASCII"
@@ -313,7 +315,7 @@ func uriTightening(s string) string {
 	}
 	for t := s; strings.Contains(t, "%"); {
 		i := strings.Index(t, "%")
-		if i+2 >= len(t) || !isHex(t[i+1]) || !isHex(t[i+2]) {
+		if i+2 >= len(t) || !strings.ContainsRune(hexChars, rune(t[i+1])) || !strings.ContainsRune(hexChars, rune(t[i+2])) {
 			return "malformed escape" // net/url left queries and opaque parts unchecked
 		}
 		t = t[i+3:]
@@ -343,6 +345,8 @@ func uriTightening(s string) string {
 	return ""
 }
 
+const hexChars = "0123456789abcdefABCDEF"
+
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
@@ -362,7 +366,7 @@ func BenchmarkFormats(b *testing.B) {
 	}{
 		{name: "email/scan", in: "ada@example.com", check: isEmail},
 		{name: "email/net-mail", in: "ada@example.com", check: netMailEmail},
-		{name: "uri/scan", in: "https://example.com/ada", check: isAbsoluteURI},
+		{name: "uri/scan", in: "https://example.com/ada", check: blocks.IsURI},
 		{name: "uri/net-url", in: "https://example.com/ada", check: netURLAbsolute},
 		{name: "date/scan", in: "2025-11-25", check: isDate},
 		{name: "date/time-parse", in: "2025-11-25", check: timeParseDate},

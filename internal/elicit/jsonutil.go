@@ -3,6 +3,8 @@ package elicit
 import (
 	"bytes"
 	"encoding/json"
+
+	"chatd/internal/blocks"
 )
 
 // member is one key/value pair of a JSON object, kept in document order so
@@ -18,7 +20,7 @@ type member struct {
 // things to the server and to the frontend is not one chatd will emit. raw
 // must already be valid JSON; ok is false when it is not an object.
 func decodeObject(raw json.RawMessage) (members []member, dups []string, ok bool) {
-	if jsonKind(raw) != "object" {
+	if blocks.KindOf(raw) != "object" {
 		return nil, nil, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -49,33 +51,10 @@ func decodeObject(raw json.RawMessage) (members []member, dups []string, ok bool
 	return members, dups, true
 }
 
-// jsonKind names the JSON type of a valid JSON value, in the words used in
-// error details.
-func jsonKind(raw json.RawMessage) string {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	default:
-		return "number"
-	}
-}
-
 // decodeString returns the string value of raw, or ok false when raw is not
 // a JSON string.
 func decodeString(raw json.RawMessage) (s string, ok bool) {
-	if jsonKind(raw) != "string" {
+	if blocks.KindOf(raw) != "string" {
 		return "", false
 	}
 	return s, json.Unmarshal(raw, &s) == nil
@@ -84,7 +63,7 @@ func decodeString(raw json.RawMessage) (s string, ok bool) {
 // decodeArray returns the elements of raw, or ok false when raw is not a
 // JSON array.
 func decodeArray(raw json.RawMessage) (elems []json.RawMessage, ok bool) {
-	if jsonKind(raw) != "array" {
+	if blocks.KindOf(raw) != "array" {
 		return nil, false
 	}
 	return elems, json.Unmarshal(raw, &elems) == nil
@@ -99,25 +78,4 @@ func decodeAny(raw json.RawMessage) (any, error) {
 	var v any
 	err := dec.Decode(&v)
 	return v, err
-}
-
-// valueKind names the JSON type of a decoded Go value, in the words used in
-// error details.
-func valueKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case json.Number, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return "number"
-	case []any, []string:
-		return "array"
-	case map[string]any:
-		return "object"
-	default:
-		return "unsupported value"
-	}
 }

@@ -107,6 +107,26 @@ func DecodeRequest(data []byte) (*Request, error) {
 // as are fields outside the form-mode params. The error is a
 // *blocks.ValidationError listing every violation.
 func (l Limits) DecodeRequest(data []byte) (*Request, error) {
+	return l.decode(data, false)
+}
+
+// ParseParams decodes elicitation/create params as a processor receives
+// them from elsewhere (an MCP server, a command), under DefaultLimits, and
+// returns a request with a fresh ID. See Limits.ParseParams.
+func ParseParams(data []byte) (*Request, error) {
+	return DefaultLimits.ParseParams(data)
+}
+
+// ParseParams decodes {message, requestedSchema, _meta?, mode?} and checks
+// it as NewRequest does, under l, minting a fresh ID as NewRequest does
+// (one already in _meta is replaced). mode may be "form", which is not kept:
+// chatd never emits it; "url" and any other mode are refused.
+func (l Limits) ParseParams(data []byte) (*Request, error) {
+	return l.decode(data, true)
+}
+
+// decode is DecodeRequest, or ParseParams when mint is set.
+func (l Limits) decode(data []byte, mint bool) (*Request, error) {
 	l = l.withDefaults()
 	var c collector
 	if !json.Valid(data) {
@@ -115,7 +135,7 @@ func (l Limits) DecodeRequest(data []byte) (*Request, error) {
 	}
 	members, dups, ok := decodeObject(data)
 	if !ok {
-		c.add("", "an elicitation request must be a JSON object, got "+jsonKind(data))
+		c.add("", "an elicitation request must be a JSON object, got "+blocks.KindOf(data))
 		return nil, c.err()
 	}
 	for _, d := range dups {
@@ -129,7 +149,7 @@ func (l Limits) DecodeRequest(data []byte) (*Request, error) {
 		}
 		switch mode, ok := decodeString(m.val); {
 		case !ok:
-			c.add("mode", "must be a string, got "+jsonKind(m.val))
+			c.add("mode", "must be a string, got "+blocks.KindOf(m.val))
 		case mode == "url":
 			c.add("mode", `url mode is not supported: chatd supports form mode only`)
 		case mode != "form":
@@ -154,7 +174,7 @@ func (l Limits) DecodeRequest(data []byte) (*Request, error) {
 			messageSeen = true
 			s, ok := decodeString(m.val)
 			if !ok {
-				c.add("message", "must be a string, got "+jsonKind(m.val))
+				c.add("message", "must be a string, got "+blocks.KindOf(m.val))
 				continue
 			}
 			message = s
@@ -166,7 +186,7 @@ func (l Limits) DecodeRequest(data []byte) (*Request, error) {
 			v, err := decodeAny(m.val)
 			mm, ok := v.(map[string]any)
 			if err != nil || !ok {
-				c.add("_meta", "must be a JSON object, got "+jsonKind(m.val))
+				c.add("_meta", "must be a JSON object, got "+blocks.KindOf(m.val))
 				continue
 			}
 			meta = mm
@@ -181,6 +201,16 @@ func (l Limits) DecodeRequest(data []byte) (*Request, error) {
 
 	idField := fmt.Sprintf("_meta[%q]", blocks.MetaElicitationID)
 	var id string
+	if mint {
+		// A random (v4) ID, as NewRequest mints.
+		id = uuid.NewString()
+		if meta == nil && !metaSeen {
+			metaSeen, meta = true, make(map[string]any, 1)
+		}
+		if meta != nil {
+			meta[blocks.MetaElicitationID] = id
+		}
+	}
 	switch {
 	case !metaSeen:
 		c.add("_meta", fmt.Sprintf("is required: it carries %q", blocks.MetaElicitationID))
@@ -190,7 +220,7 @@ func (l Limits) DecodeRequest(data []byte) (*Request, error) {
 		switch {
 		case !present:
 			c.add(idField, "is required")
-		case !isCanonicalUUID(id):
+		case !blocks.IsCanonicalID(id):
 			c.add(idField, "must be a UUID in canonical lowercase form")
 		}
 		checkMeta(meta, s, &c)
@@ -318,7 +348,7 @@ func checkMeta(meta map[string]any, s *schema, c *collector) {
 	path := fmt.Sprintf("_meta[%q]", blocks.MetaWidgets)
 	hints, ok := raw.(map[string]any)
 	if !ok {
-		c.add(path, "must be an object keyed by property name, got "+valueKind(raw))
+		c.add(path, "must be an object keyed by property name, got "+blocks.KindOf(raw))
 		return
 	}
 	names := make([]string, 0, len(hints))
@@ -336,16 +366,11 @@ func checkMeta(meta map[string]any, s *schema, c *collector) {
 		}
 		hint, ok := hints[name].(map[string]any)
 		if !ok {
-			c.add(hp, "must be an object with a widget name, got "+valueKind(hints[name]))
+			c.add(hp, "must be an object with a widget name, got "+blocks.KindOf(hints[name]))
 			continue
 		}
 		if w, ok := hint["widget"].(string); !ok || w == "" {
 			c.add(hp+".widget", "is required: a non-empty string naming the widget")
 		}
 	}
-}
-
-func isCanonicalUUID(s string) bool {
-	u, err := uuid.Parse(s)
-	return err == nil && u.String() == s
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"unicode/utf8"
+
+	"chatd/internal/blocks"
 )
 
 // Action is the user's answer to an elicitation, the action of an MCP
@@ -91,7 +93,7 @@ func (p *property) check(v any, field string, c *collector) {
 	case kindString:
 		s, ok := v.(string)
 		if !ok {
-			c.add(field, "must be a string, got "+valueKind(v))
+			c.add(field, "must be a string, got "+blocks.KindOf(v))
 			return
 		}
 		p.checkString(s, field, c)
@@ -99,12 +101,12 @@ func (p *property) check(v any, field string, c *collector) {
 		p.checkNumber(v, field, c)
 	case kindBoolean:
 		if _, ok := v.(bool); !ok {
-			c.add(field, "must be a boolean, got "+valueKind(v))
+			c.add(field, "must be a boolean, got "+blocks.KindOf(v))
 		}
 	case kindSelect:
 		s, ok := v.(string)
 		if !ok {
-			c.add(field, "must be a string, got "+valueKind(v))
+			c.add(field, "must be a string, got "+blocks.KindOf(v))
 			return
 		}
 		if !p.hasOption(s) {
@@ -122,7 +124,7 @@ func (p *property) check(v any, field string, c *collector) {
 			}
 			p.checkSelection(conv, field, c)
 		default:
-			c.add(field, "must be an array of strings, got "+valueKind(v))
+			c.add(field, "must be an array of strings, got "+blocks.KindOf(v))
 		}
 	}
 }
@@ -150,7 +152,7 @@ func (p *property) checkNumber(v any, field string, c *collector) {
 	nv, isNumber, ok := toNumber(v)
 	switch {
 	case !isNumber:
-		c.add(field, fmt.Sprintf("must be %s, got %s", p.kind.article(), valueKind(v)))
+		c.add(field, fmt.Sprintf("must be %s, got %s", p.kind.article(), blocks.KindOf(v)))
 		return
 	case !ok:
 		c.add(field, "must be a finite number within the range of a double")
@@ -187,7 +189,7 @@ func (p *property) checkSelection(items []any, field string, c *collector) {
 	for i, item := range items {
 		s, ok := item.(string)
 		if !ok {
-			c.add(field, fmt.Sprintf("item %d must be a string, got %s", i, valueKind(item)))
+			c.add(field, fmt.Sprintf("item %d must be a string, got %s", i, blocks.KindOf(item)))
 			continue
 		}
 		if !p.hasOption(s) {

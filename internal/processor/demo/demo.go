@@ -29,7 +29,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 	"unicode"
@@ -534,14 +533,14 @@ func bookResult(res elicit.Result) (reply, error) {
 			Meta: suggestMeta(cmdUnknown),
 		}}, nil
 	}
-	title, _ := res.Content["title"].(string)
-	date, _ := res.Content["date"].(string)
-	room, _ := res.Content["room"].(string)
-	email, _ := res.Content["email"].(string)
-	attendees, okAttendees := asInt(res.Content["attendees"])
+	title, _ := res.String("title")
+	date, _ := res.String("date")
+	room, _ := res.String("room")
+	email, _ := res.String("email")
+	attendees, okAttendees := res.Int("attendees")
 	// chatd never fills in defaults, so the schema's default applies here.
 	notify := true
-	if v, ok := res.Content["notify"].(bool); ok {
+	if v, ok := res.Bool("notify"); ok {
 		notify = v
 	}
 	if title == "" || date == "" || room == "" || !okAttendees {
@@ -599,34 +598,6 @@ func eventIdentity(title, date, room string, attendees int64) (id, uid string) {
 	return id, uid
 }
 
-// asInt reads an integer answer: json.Number when chatd decoded the answer
-// with UseNumber, float64 or an int type when it was built in Go.
-func asInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		if i, err := n.Int64(); err == nil {
-			return i, true
-		}
-		f, err := n.Float64()
-		if err != nil {
-			return 0, false
-		}
-		return asInt(f)
-	case float64:
-		if n != math.Trunc(n) || math.IsInf(n, 0) || n < math.MinInt64 || n >= math.MaxInt64 {
-			return 0, false
-		}
-		return int64(n), true
-	case int:
-		return int64(n), true
-	case int64:
-		return n, true
-	case int32:
-		return int64(n), true
-	}
-	return 0, false
-}
-
 func deleteResult(res elicit.Result) reply {
 	switch res.Action {
 	case elicit.Accept:
@@ -655,17 +626,7 @@ func tagsResult(res elicit.Result) reply {
 			Meta: suggestMeta(cmdUnknown),
 		}}
 	}
-	var picked []string
-	switch v := res.Content["topics"].(type) {
-	case []any:
-		for _, item := range v {
-			if s, ok := item.(string); ok {
-				picked = append(picked, s)
-			}
-		}
-	case []string:
-		picked = v
-	}
+	picked, _ := res.Strings("topics")
 	var chosen []string
 	for _, s := range picked {
 		for _, t := range topics {

@@ -88,18 +88,7 @@ func blocksReply(arg string) processor.Output {
 }
 
 func elicitReply(arg string) processor.Output {
-	var params struct {
-		Message         string          `json:"message"`
-		RequestedSchema json.RawMessage `json:"requestedSchema"`
-		Meta            map[string]any  `json:"_meta"`
-	}
-	dec := json.NewDecoder(strings.NewReader(arg))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(&params); err != nil {
-		return processor.Output{Text: "invalid elicitation: " + err.Error()}
-	}
-	req, err := elicit.NewRequest(params.Message, params.RequestedSchema, params.Meta)
+	req, err := elicit.ParseParams([]byte(arg))
 	if err != nil {
 		return processor.Output{Text: "invalid elicitation: " + err.Error()}
 	}
