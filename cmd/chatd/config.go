@@ -39,19 +39,18 @@ type config struct {
 	ReadTimeout       time.Duration `envconfig:"READ_TIMEOUT" default:"30s"`
 	WriteTimeout      time.Duration `envconfig:"WRITE_TIMEOUT" default:"30s"`
 	IdleTimeout       time.Duration `envconfig:"IDLE_TIMEOUT" default:"120s"`
-	LogLevel          string        `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat         string        `envconfig:"LOG_FORMAT" default:"json"`
-	UI                bool          `envconfig:"UI" default:"true"`
-	EntityURLTemplate string        `envconfig:"ENTITY_URL_TEMPLATE"`
+	// Limits (SPEC §11).
+	MaxBlocks         int    `envconfig:"MAX_BLOCKS" default:"256"`
+	MaxJSONDepth      int    `envconfig:"MAX_JSON_DEPTH" default:"64"`
+	HistoryMaxBytes   int64  `envconfig:"HISTORY_MAX_BYTES" default:"16777216"`
+	MemoryMaxBytes    int64  `envconfig:"MEMORY_MAX_BYTES" default:"268435456"`
+	LogLevel          string `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat         string `envconfig:"LOG_FORMAT" default:"json"`
+	UI                bool   `envconfig:"UI" default:"true"`
+	EntityURLTemplate string `envconfig:"ENTITY_URL_TEMPLATE"`
 
-	// The agent processor "agent", enabled through CHATD_PROCESSORS.
-	AgentBaseURL      string `envconfig:"AGENT_BASE_URL"`
-	AgentModel        string `envconfig:"AGENT_MODEL"`
-	AgentAPIKey       string `envconfig:"AGENT_API_KEY"`
-	AgentSystemPrompt string `envconfig:"AGENT_SYSTEM_PROMPT"`
-	AgentAskUser      bool   `envconfig:"AGENT_ASK_USER" default:"true"`
-	// AgentsFile defines more agents, each a processor named by its name.
-	AgentsFile string `envconfig:"AGENTS_FILE"`
+	// The agents (CHATD_AGENT_*, CHATD_AGENTS_FILE), in agents.go.
+	AgentSettings
 }
 
 // loadConfig reads the CHATD_ variables and checks them. envconfig reads the
@@ -103,6 +102,10 @@ func (c config) validate() error {
 	check(c.HistoryMax >= 1, "CHATD_HISTORY_MAX must be at least 1")
 	check(c.HistoryWindow >= 0, "CHATD_HISTORY_WINDOW must not be negative")
 	check(c.MaxBodyBytes >= 1, "CHATD_MAX_BODY_BYTES must be at least 1")
+	check(c.MaxBlocks >= 1, "CHATD_MAX_BLOCKS must be at least 1")
+	check(c.MaxJSONDepth >= 2, "CHATD_MAX_JSON_DEPTH must be at least 2 (a turn's body nests two levels)")
+	check(c.HistoryMaxBytes >= 1, "CHATD_HISTORY_MAX_BYTES must be at least 1")
+	check(c.MemoryMaxBytes >= 1, "CHATD_MEMORY_MAX_BYTES must be at least 1")
 	switch c.AuthMode {
 	case "none":
 		check(addrErr != nil || isLoopback(c.Addr) || c.AllowAnonymous,

@@ -12,15 +12,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"chatd/internal/api"
-	"chatd/internal/processor"
-	"chatd/internal/processor/agent"
-	"chatd/internal/processor/demo"
-	"chatd/internal/processor/echo"
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
@@ -94,6 +89,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,
+			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth,
 		},
 	})
 	httpServer := serve.New(server, serve.Timeouts{
@@ -145,81 +141,6 @@ func newLogger(cfg config, out io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(out, opts)), nil
 }
 
-// builtins are the processors chatd ships besides agents; CHATD_PROCESSORS
-// picks from them. Register a new processor here.
-var builtins = map[string]func() processor.Processor{
-	"demo": func() processor.Processor { return demo.New() },
-	"echo": func() processor.Processor { return echo.New() },
-}
-
-// envAgent is the name of the agent configured by CHATD_AGENT_* variables.
-const envAgent = "agent"
-
-func newRegistry(cfg config, logger *slog.Logger) (*processor.Registry, error) {
-	// The agents file is read even when none of its agents is enabled: a
-	// bad file is a mistake to hear of now, not when someone enables it.
-	var fileAgents map[string]agent.FileAgent
-	if cfg.AgentsFile != "" {
-		f, err := agent.LoadFile(cfg.AgentsFile, os.Getenv)
-		if err != nil {
-			return nil, fmt.Errorf("CHATD_AGENTS_FILE: %w", err)
-		}
-		fileAgents = map[string]agent.FileAgent{}
-		for i, a := range f.Agents {
-			if _, taken := builtins[a.Name]; taken || a.Name == envAgent {
-				return nil, fmt.Errorf("CHATD_AGENTS_FILE: %s:%d: agents[%d].name: %q is the name of a built-in processor",
-					cfg.AgentsFile, a.Line, i, a.Name)
-			}
-			fileAgents[a.Name] = a
-		}
-	}
-	enabled := map[string]processor.Processor{}
-	for _, name := range cfg.Processors {
-		name = strings.TrimSpace(name)
-		var (
-			p   processor.Processor
-			err error
-		)
-		if build, ok := builtins[name]; ok {
-			p = build()
-		} else if name == envAgent {
-			p, err = cfg.envAgent()
-		} else if fa, ok := fileAgents[name]; ok {
-			if len(fa.MCP) > 0 {
-				logger.Warn("this chatd does not run MCP servers yet; the agent runs without their tools",
-					"processor", name, "mcp_servers", fa.MCP)
-			}
-			p, err = agent.New(fa.Config)
-		} else {
-			return nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q (built-ins: agent, demo, echo; or an agent of CHATD_AGENTS_FILE)", name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("processor %q: %w", name, err)
-		}
-		enabled[name] = p
-	}
-	reg, err := processor.NewRegistry(enabled, cfg.DefaultProcessor)
-	if err != nil {
-		return nil, fmt.Errorf("CHATD_PROCESSORS, CHATD_DEFAULT_PROCESSOR: %w", err)
-	}
-	return reg, nil
-}
-
-// envAgent builds the agent of the CHATD_AGENT_* variables.
-func (c config) envAgent() (*agent.Agent, error) {
-	if c.AgentBaseURL == "" || c.AgentModel == "" {
-		return nil, errors.New("set CHATD_AGENT_BASE_URL (such as http://127.0.0.1:11434/v1) and CHATD_AGENT_MODEL")
-	}
-	a, err := agent.New(agent.Config{
-		BaseURL: c.AgentBaseURL, Model: c.AgentModel, APIKey: c.AgentAPIKey, SystemPrompt: c.AgentSystemPrompt,
-		MaxSteps: agent.DefaultMaxSteps, HistoryWindow: agent.DefaultHistoryWindow, AskUser: c.AgentAskUser,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("CHATD_AGENT_*: %w", err)
-	}
-	return a, nil
-}
-
 func newAuth(cfg config) (api.Authenticator, error) {
 	switch cfg.AuthMode {
 	case "apikey":
@@ -236,7 +157,8 @@ func newAuth(cfg config) (api.Authenticator, error) {
 }
 
 func newStore(cfg config) (closingStore, error) {
-	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour}
+	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour,
+		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes}
 	if cfg.RedisURL == "" {
 		return store.NewMemory(opts), nil
 	}

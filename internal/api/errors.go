@@ -65,6 +65,7 @@ var sentinels = []struct {
 	{store.ErrElicitationExpired, http.StatusGone, "elicitation_expired", "this elicitation expired before it was answered"},
 	{store.ErrUnknownCursor, http.StatusBadRequest, "invalid_request", "before: no such message in this thread"},
 	{store.ErrUnavailable, http.StatusServiceUnavailable, "store_unavailable", "the store is unavailable; retry shortly"},
+	{store.ErrFull, http.StatusInsufficientStorage, "store_full", "the server's store is full; no new threads or turns until space is freed"},
 }
 
 var titles = map[string]string{
@@ -84,6 +85,8 @@ var titles = map[string]string{
 	"processor_failed":       "Processor failed",
 	"internal":               "Internal error",
 	"method_not_allowed":     "Method not allowed",
+	"request_timeout":        "Request timeout",
+	"store_full":             "Store full",
 }
 
 // problemFor turns any error into the problem the client sees.

@@ -44,9 +44,11 @@ func marshal(v any) ([]byte, error) {
 
 const jsonType = "application/json"
 
-// readBody reads a JSON request body, bounded by limit. An empty body is
-// returned as nil when allowEmpty; otherwise the content type must be JSON.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bool) ([]byte, error) {
+// readBody reads a JSON request body, bounded by CHATD_MAX_BODY_BYTES and
+// CHATD_MAX_JSON_DEPTH. An empty body is returned as nil when allowEmpty;
+// otherwise the content type must be JSON.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) ([]byte, error) {
+	limit := s.cfg.MaxBodyBytes
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -64,6 +66,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bo
 		return nil, nil
 	}
 	if err := requireJSON(r); err != nil {
+		return nil, err
+	}
+	if err := checkDepth(body, s.cfg.MaxJSONDepth); err != nil {
 		return nil, err
 	}
 	return body, nil

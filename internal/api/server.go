@@ -47,6 +47,10 @@ type Config struct {
 	TurnTimeout    time.Duration
 	HistoryWindow  int
 	MaxBodyBytes   int64
+	// MaxBlocks caps the content blocks of one message (422 beyond).
+	MaxBlocks int
+	// MaxJSONDepth caps the nesting of any request body (400 beyond).
+	MaxJSONDepth int
 	// HeartbeatInterval spaces the comment heartbeats of idle streams; a
 	// negative value disables them.
 	HeartbeatInterval time.Duration
@@ -62,6 +66,8 @@ var DefaultConfig = Config{
 	TurnTimeout:       60 * time.Second,
 	HistoryWindow:     50,
 	MaxBodyBytes:      1 << 20,
+	MaxBlocks:         256,
+	MaxJSONDepth:      64,
 	HeartbeatInterval: 15 * time.Second,
 	WriteTimeout:      30 * time.Second,
 }
@@ -79,6 +85,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.MaxBlocks <= 0 {
+		c.MaxBlocks = d.MaxBlocks
+	}
+	if c.MaxJSONDepth <= 0 {
+		c.MaxJSONDepth = d.MaxJSONDepth
 	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = d.HeartbeatInterval

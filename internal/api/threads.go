@@ -81,7 +81,7 @@ func (s *Server) handleListProcessors(w http.ResponseWriter, _ *http.Request) er
 }
 
 func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, true)
+	body, err := s.readBody(w, r, true)
 	if err != nil {
 		return err
 	}
