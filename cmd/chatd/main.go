@@ -158,7 +158,8 @@ func newAuth(cfg config) (api.Authenticator, error) {
 
 func newStore(cfg config) (closingStore, error) {
 	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour,
-		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes}
+		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes,
+		WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout}
 	if cfg.RedisURL == "" {
 		return store.NewMemory(opts), nil
 	}
