@@ -362,16 +362,25 @@ func (s *sequence) close() int {
 func (t *Turn) fail(ctx context.Context, err error, id int, logged []store.TurnEvent) Event {
 	var perr *ProcessorError
 	if !errors.As(err, &perr) {
-		detail := "the processor failed to answer"
-		if errors.Is(err, context.DeadlineExceeded) {
-			detail = "the processor did not answer within the turn timeout"
-		}
-		perr = &ProcessorError{Detail: detail, Err: err}
+		perr = &ProcessorError{Detail: failureDetail(err), Err: err}
 	}
 	ev := Event{ID: id, Kind: EventError, Err: perr, Data: t.e.encodeError(perr)}
 	t.release(append(logged, store.TurnEvent{ID: id, Name: NameError, Data: ev.Data}))
 	t.e.obs.TurnEnded(t.begun.Thread.Processor, StatusFailed)
 	return ev
+}
+
+// failureDetail says safely why a processor failed: the turn timeout, or
+// the detail a processor's *processor.Error offers its client.
+func failureDetail(err error) string {
+	var perr *processor.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the processor did not answer within the turn timeout"
+	case errors.As(err, &perr) && perr.Detail != "":
+		return perr.Detail
+	}
+	return "the processor failed to answer"
 }
 
 // lost ends a turn whose commit failed (its lock was lost, the thread was
