@@ -233,7 +233,17 @@ func (th *memThread) appendEvents(turnID string, events []TurnEvent, ttl time.Du
 	if !ok || !now.Before(log.expires) {
 		return
 	}
-	log.events = append(log.events, events...)
+	last := 0
+	if n := len(log.events); n > 0 {
+		last = log.events[n-1].ID
+	}
+	for _, e := range events {
+		// An event already logged (a re-sent append) is not logged twice.
+		if e.ID > last {
+			log.events = append(log.events, e)
+			last = e.ID
+		}
+	}
 	if ttl > 0 {
 		log.expires = now.Add(ttl)
 	}
