@@ -169,7 +169,7 @@ func TestRedisRoundTrips(t *testing.T) {
 		{"CommitTurn, its events and the owner's thread index", func() error {
 			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: begin.LockToken, Messages: newTestMessages(2, "q"), Pause: &pause,
 				Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"},
-				TurnID: turn.ID, Events: []store.TurnEvent{testEvent(4, "turn.completed")}, Preview: "q"})
+				TurnID:      turn.ID, Events: []store.TurnEvent{testEvent(4, "turn.completed")}, Preview: "q"})
 		}},
 		{"BeginResume", func() error {
 			var err error
