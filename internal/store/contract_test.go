@@ -28,7 +28,7 @@ type contractStore interface {
 	Release(ctx context.Context, r store.ReleaseTurn) error
 	History(ctx context.Context, threadID, principal string, limit int, before string) (store.Page, error)
 	AppendTurnEvents(ctx context.Context, threadID, turnID string, events []store.TurnEvent) error
-	TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]store.TurnEvent, error)
+	TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]store.TurnEvent, bool, error)
 	UpdateThread(ctx context.Context, threadID, principal string, patch store.ThreadPatch) (store.Thread, error)
 	ListThreads(ctx context.Context, principal string, limit int, cursor string) (store.ThreadList, error)
 	Ping(ctx context.Context) error
