@@ -17,7 +17,7 @@ import (
 type config struct {
 	Addr             string        `envconfig:"ADDR" default:"127.0.0.1:8080"`
 	RedisURL         string        `envconfig:"REDIS_URL"`
-	Processors       []string      `envconfig:"PROCESSORS" default:"demo,echo"`
+	Processors       []string      `envconfig:"PROCESSORS" default:"demo"`
 	DefaultProcessor string        `envconfig:"DEFAULT_PROCESSOR" default:"demo"`
 	AuthMode         string        `envconfig:"AUTH_MODE" default:"none"`
 	APIKeys          string        `envconfig:"API_KEYS"`

@@ -9,6 +9,9 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
+
+	"chatd/internal/blocks"
 )
 
 // writeJSON encodes v into a buffer first, so a failed encode never leaves a
@@ -43,6 +46,25 @@ func marshal(v any) ([]byte, error) {
 
 const jsonType = "application/json"
 
+// timestamp is a time as chatd serves every one: RFC 3339 UTC with exactly
+// three fractional digits (blocks.FormatTimestamp), so that clients can
+// compare them as strings.
+type timestamp time.Time
+
+func (t timestamp) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + blocks.FormatTimestamp(time.Time(t)) + `"`), nil
+}
+
+// stamp returns t as a timestamp to serve.
+func stamp(t time.Time) *timestamp {
+	ts := timestamp(t)
+	return &ts
+}
+
+// errClientGone marks a request whose client went away before it was
+// answered: it is logged and counted as 499, not as a server error.
+var errClientGone = errors.New("the client went away")
+
 // readBody reads a JSON request body, bounded by limit. An empty body is
 // returned as nil when allowEmpty; otherwise the content type must be JSON.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bool) ([]byte, error) {
@@ -52,7 +74,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bo
 		if errors.As(err, &tooBig) {
 			return nil, errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "request body exceeds %d bytes", limit)
 		}
-		return nil, errorf(http.StatusBadRequest, "invalid_request", "could not read request body")
+		// Anything else that stops a body from arriving is the connection
+		// failing under it: the client is gone.
+		return nil, fmt.Errorf("reading the request body: %w: %w", errClientGone, err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 && allowEmpty {
 		return nil, nil
@@ -72,21 +96,35 @@ func requireJSON(r *http.Request) error {
 	return nil
 }
 
+// The shapes of the request bodies, named in every 400 detail so a client
+// learns what was expected, not only what was wrong.
+const (
+	turnShape   = "a turn is {message, content_blocks?, _meta?}"
+	answerShape = "an answer is {action, content?, _meta?}"
+	threadShape = "a new thread is {processor?} or an empty body"
+)
+
+// badShape is a 400 whose detail names what was wrong and the expected shape.
+func badShape(shape, format string, args ...any) *Error {
+	return errorf(http.StatusBadRequest, "invalid_request", "%s: %s", fmt.Sprintf(format, args...), shape)
+}
+
 // decodeStrict decodes exactly one JSON value into v: unknown fields, wrong
-// types and trailing data are errors, and numbers stay json.Number so
-// integers and decimals are validated as the client wrote them.
-func decodeStrict(body []byte, v any) error {
+// types and trailing data are errors whose detail names shape, and numbers
+// stay json.Number so integers and decimals are validated as the client
+// wrote them.
+func decodeStrict(body []byte, v any, shape string) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		return errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: %s", describeDecodeError(err))
+		return badShape(shape, "%s", describeDecodeError(err))
 	}
 	if dec.More() {
-		return errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: unexpected data after the JSON value")
+		return badShape(shape, "malformed JSON body: unexpected data after the JSON value")
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: unexpected data after the JSON value")
+		return badShape(shape, "malformed JSON body: unexpected data after the JSON value")
 	}
 	return nil
 }
@@ -101,11 +139,11 @@ func describeDecodeError(err error) string {
 		}
 		return fmt.Sprintf("body must be a JSON object, not %s", typeErr.Value)
 	case errors.As(err, &syntaxErr):
-		return fmt.Sprintf("%s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset)
+		return fmt.Sprintf("malformed JSON body: %s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset)
 	case errors.Is(err, io.EOF):
-		return "empty body"
+		return "malformed JSON body: empty body"
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "unexpected end of JSON"
+		return "malformed JSON body: unexpected end of JSON"
 	}
 	// encoding/json reports unknown fields as `json: unknown field "x"`.
 	return strings.TrimPrefix(err.Error(), "json: ")

@@ -7,12 +7,16 @@ import (
 	chatd "chatd"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // routes is the whole API surface.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.observe)
+	// HEAD is served by every GET route (without the body, which net/http
+	// drops), as RFC 9110 expects of a GET resource.
+	r.Use(middleware.GetHead)
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
 		return errorf(http.StatusNotFound, "not_found", "no such route")
 	}).ServeHTTP)
@@ -54,6 +58,9 @@ func allowedMethods(router chi.Routes, path string) []string {
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if router.Match(chi.NewRouteContext(), m, path) {
 			allowed = append(allowed, m)
+			if m == http.MethodGet {
+				allowed = append(allowed, http.MethodHead)
+			}
 		}
 	}
 	return allowed

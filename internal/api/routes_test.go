@@ -18,7 +18,7 @@ func TestWrongMethodsAndUnknownRoutes(t *testing.T) {
 		code, allow  string
 	}{
 		{http.MethodPut, "/v1/threads", http.StatusMethodNotAllowed, "method_not_allowed", "POST"},
-		{http.MethodPost, "/v1/threads/" + thread, http.StatusMethodNotAllowed, "method_not_allowed", "GET, DELETE"},
+		{http.MethodPost, "/v1/threads/" + thread, http.StatusMethodNotAllowed, "method_not_allowed", "GET, HEAD, DELETE"},
 		{http.MethodGet, "/v1/threads/" + thread + "/turns", http.StatusMethodNotAllowed, "method_not_allowed", "POST"},
 		{"BREW", "/v1/threads", http.StatusMethodNotAllowed, "method_not_allowed", "POST"},
 		{"BREW", "/no/such/route", http.StatusNotFound, "not_found", ""},

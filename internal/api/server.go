@@ -148,6 +148,13 @@ func (s *Server) handle(h handlerFunc) http.Handler {
 // writeError writes err as problem+json. Clients see a safe message; the
 // wrapped cause is logged only for server-side failures.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if isClientGone(r, err) {
+		// Nobody is left to read a problem; the request is recorded as 499.
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.clientGone()
+		}
+		return
+	}
 	p := problemFor(err)
 	s.observeError(r, p, err)
 	body, mErr := marshal(p)
@@ -165,7 +172,7 @@ func (s *Server) observeError(r *http.Request, p Problem, err error) {
 	if errors.Is(err, store.ErrUnavailable) {
 		s.metrics.storeErrors.Inc()
 	}
-	if p.Status >= 500 && !isClientGone(err) {
+	if p.Status >= 500 && !isClientGone(r, err) {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("request_id", requestID(r.Context())),
 			slog.String("code", p.Code),

@@ -4,50 +4,35 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
-	"time"
 
 	"chatd/internal/blocks"
 	"chatd/internal/store"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
 )
 
 // threadView is a Thread on the wire.
 type threadView struct {
 	ID                 string          `json:"id"`
 	Processor          string          `json:"processor"`
-	CreatedAt          time.Time       `json:"created_at"`
-	UpdatedAt          time.Time       `json:"updated_at"`
+	CreatedAt          timestamp       `json:"created_at"`
+	UpdatedAt          timestamp       `json:"updated_at"`
 	PendingElicitation json.RawMessage `json:"pending_elicitation"`
-	PendingExpiresAt   *time.Time      `json:"pending_expires_at"`
+	PendingExpiresAt   *timestamp      `json:"pending_expires_at"`
 }
 
 func newThreadView(t store.Thread, p *store.Pending) threadView {
-	v := threadView{ID: t.ID, Processor: t.Processor,
-		CreatedAt: t.CreatedAt.UTC().Truncate(time.Millisecond), UpdatedAt: t.UpdatedAt.UTC().Truncate(time.Millisecond)}
+	v := threadView{ID: t.ID, Processor: t.Processor, CreatedAt: timestamp(t.CreatedAt), UpdatedAt: timestamp(t.UpdatedAt)}
 	if p != nil {
-		expires := p.ExpiresAt.UTC()
-		v.PendingElicitation, v.PendingExpiresAt = p.Request, &expires
+		v.PendingElicitation, v.PendingExpiresAt = p.Request, stamp(p.ExpiresAt)
 	}
 	return v
-}
-
-// canonicalID reports whether s is a UUID in canonical lowercase form, the
-// only form chatd mints; anything else cannot name a thread or message.
-func canonicalID(s string) bool {
-	if len(s) != 36 || strings.ToLower(s) != s {
-		return false
-	}
-	_, err := uuid.Parse(s)
-	return err == nil
 }
 
 // threadID returns the path's thread ID; a malformed one names no thread.
 func threadID(r *http.Request) (string, error) {
 	id := chi.URLParam(r, "thread_id")
-	if !canonicalID(id) {
+	if !blocks.IsCanonicalID(id) {
 		return "", errorf(http.StatusNotFound, "not_found", "thread not found")
 	}
 	return id, nil
@@ -89,7 +74,7 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) erro
 		Processor *string `json:"processor"`
 	}
 	if body != nil {
-		if err := decodeStrict(body, &req); err != nil {
+		if err := decodeStrict(body, &req, threadShape); err != nil {
 			return err
 		}
 	}
@@ -157,7 +142,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) error {
 	}
 	before := ""
 	if raw, ok := q["before"]; ok {
-		if len(raw) != 1 || !canonicalID(raw[0]) {
+		if len(raw) != 1 || !blocks.IsCanonicalID(raw[0]) {
 			return errorf(http.StatusBadRequest, "invalid_request", "before: must be a message ID")
 		}
 		before = raw[0]

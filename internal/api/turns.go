@@ -28,7 +28,7 @@ type turnResult struct {
 	Message              blocks.Message     `json:"message"`
 	StructuredResponse   structuredResponse `json:"structured_response"`
 	Elicitation          json.RawMessage    `json:"elicitation"`
-	ElicitationExpiresAt *time.Time         `json:"elicitation_expires_at"`
+	ElicitationExpiresAt *timestamp         `json:"elicitation_expires_at"`
 }
 
 // structuredResponse mirrors the assistant message's blocks and _meta; it is
@@ -93,20 +93,22 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 }
 
 // parseTurnRequest validates a turn body into the user's message. Shape
-// errors are 400; invalid blocks and _meta keys are 422 with every path.
+// errors are 400; invalid blocks and _meta keys, and values chatd could not
+// give back exactly (blocks.CheckExact), are 422 with every path.
 func parseTurnRequest(body []byte) (blocks.Message, error) {
 	var req turnRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeStrict(body, &req, turnShape); err != nil {
 		return blocks.Message{}, err
 	}
 	if req.Message == nil {
-		return blocks.Message{}, errorf(http.StatusBadRequest, "invalid_request", "message: required")
+		return blocks.Message{}, badShape(turnShape, "message: required")
 	}
 	var list []blocks.ContentBlock
 	verr := &blocks.ValidationError{}
+	verr.Merge(blocks.CheckExact(body))
 	if raw := strings.TrimSpace(string(req.ContentBlocks)); raw != "" && raw != "null" {
 		if raw[0] != '[' {
-			return blocks.Message{}, errorf(http.StatusBadRequest, "invalid_request", "content_blocks: must be an array")
+			return blocks.Message{}, badShape(turnShape, "content_blocks: must be an array of content blocks")
 		}
 		decoded, err := blocks.DecodeList(req.ContentBlocks, "content_blocks")
 		verr.Merge(err)
@@ -117,25 +119,25 @@ func parseTurnRequest(body []byte) (blocks.Message, error) {
 		return blocks.Message{}, err
 	}
 	if *req.Message == "" && len(list) == 0 {
-		return blocks.Message{}, errorf(http.StatusBadRequest, "invalid_request", "message: must not be empty unless content_blocks are given")
+		return blocks.Message{}, badShape(turnShape, "message: must not be empty unless content_blocks are given")
 	}
 	return blocks.NewMessage(blocks.RoleUser, *req.Message, list, req.Meta), nil
 }
 
-// chatdRecords are the _meta keys with which chatd records the elicitation
-// protocol in history; a client that could set them could forge a question
-// or an answer in a replayed conversation.
-var chatdRecords = []string{blocks.MetaElicitationID, blocks.MetaElicitationResult}
-
 // validateClientMeta checks a client's _meta: the key grammar, and none of
-// the keys chatd alone writes.
+// the keys chatd alone writes (blocks.IsRecordKey, in any letter case).
 func validateClientMeta(meta map[string]any) error {
 	verr := &blocks.ValidationError{}
 	verr.Merge(blocks.ValidateMeta(meta, "_meta"))
-	for _, key := range chatdRecords {
-		if _, ok := meta[key]; ok {
-			verr.Add(fmt.Sprintf("_meta[%q]", key), "is written by chatd only")
+	var records []string
+	for key := range meta {
+		if blocks.IsRecordKey(key) {
+			records = append(records, key)
 		}
+	}
+	sort.Strings(records)
+	for _, key := range records {
+		verr.Add(fmt.Sprintf("_meta[%q]", key), "is written by chatd only")
 	}
 	return verr.Err()
 }
@@ -189,10 +191,13 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req answerRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeStrict(body, &req, answerShape); err != nil {
 		return err
 	}
-	if err := validateClientMeta(req.Meta); err != nil {
+	verr := &blocks.ValidationError{}
+	verr.Merge(blocks.CheckExact(body))
+	verr.Merge(validateClientMeta(req.Meta))
+	if err := verr.Err(); err != nil {
 		return err
 	}
 	principal := principalFrom(r.Context())
@@ -205,7 +210,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !canonicalID(elicitationID) {
+	if !blocks.IsCanonicalID(elicitationID) {
 		return store.ErrElicitationNotFound
 	}
 	// An elicitation's request never changes, so the request validated here
@@ -220,9 +225,9 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 		ThreadID: id, Principal: principal, ElicitationID: elicitationID,
 		LockTTL: s.cfg.TurnTimeout, Window: s.cfg.HistoryWindow, WindowByProcessor: s.windows,
 	})
-	if errors.Is(err, store.ErrElicitationExpired) {
+	if expired := (*store.ExpiredError)(nil); errors.As(err, &expired) && expired.First {
 		// Redis expires pending state silently, so an expiry is counted when
-		// a late answer discovers it.
+		// the first late answer discovers it, and only then.
 		s.metrics.elicitations.WithLabelValues(thread.Processor, "expired").Inc()
 	}
 	if err != nil {
@@ -239,7 +244,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The answer's own _meta is kept on the recorded message, beside the
 	// record of the result.
-	userMsg := blocks.NewMessage(blocks.RoleUser, describeAnswer(result), nil,
+	userMsg := blocks.NewMessage(blocks.RoleUser, request.Describe(result), nil,
 		withMeta(req.Meta, blocks.MetaElicitationResult, answerRecord(elicitationID, result)))
 	return s.runTurn(w, r, turnJob{
 		start:    start,
@@ -270,50 +275,6 @@ func answerRecord(elicitationID string, res elicit.Result) map[string]any {
 		rec["content"] = res.Content
 	}
 	return rec
-}
-
-// describeAnswer renders an elicitation result as readable text for
-// block-unaware consumers of history.
-func describeAnswer(res elicit.Result) string {
-	switch res.Action {
-	case elicit.Decline:
-		return "Declined."
-	case elicit.Cancel:
-		return "Cancelled."
-	}
-	if len(res.Content) == 0 {
-		return "Accepted."
-	}
-	keys := make([]string, 0, len(res.Content))
-	for k := range res.Content {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + ": " + describeValue(res.Content[k])
-	}
-	return "Accepted: " + strings.Join(parts, "; ")
-}
-
-func describeValue(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case []any:
-		items := make([]string, len(v))
-		for i, item := range v {
-			items[i] = describeValue(item)
-		}
-		return strings.Join(items, ", ")
-	case bool:
-		if v {
-			return "yes"
-		}
-		return "no"
-	default:
-		return fmt.Sprint(v)
-	}
 }
 
 // turnJob is a begun turn: the lock is held and must be committed or released.
@@ -463,7 +424,7 @@ func (s *Server) buildCommit(job turnJob, out processor.Output, assistantID stri
 			assistant.Text = out.Pause.Request.Message
 		}
 		commit.Pause = &store.Pending{ElicitationID: out.Pause.Request.ID, Request: request, State: out.Pause.State, ExpiresAt: expires}
-		result.Status, result.Elicitation, result.ElicitationExpiresAt = statusInputRequired, request, &expires
+		result.Status, result.Elicitation, result.ElicitationExpiresAt = statusInputRequired, request, stamp(expires)
 		result.StructuredResponse.Meta = assistant.Meta
 	}
 	result.Message = assistant

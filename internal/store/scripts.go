@@ -154,7 +154,7 @@ return ok()
 // beginResumeScript: KEYS thread, lock, pending, msgs, msgdata, elicitations;
 // ARGV principal, elicitation id, token, lock_ttl_ms, window, then
 // processor and window pairs.
-// Returns NOTFOUND | BUSY | CONSUMED | EXPIRED | UNKNOWN
+// Returns NOTFOUND | BUSY | CONSUMED | EXPIRED [+ 'first'] | UNKNOWN
 // | OK + thread + pending JSON + window messages. A claim on this
 // elicitation held by ARGV token was taken by a first run of this call, which
 // answered OK; so does the repeat.
@@ -176,7 +176,13 @@ if p[1] and p[1] == id then
 end
 local state = redis.call('HGET', KEYS[6], id)
 if state == 'consumed' then return {'CONSUMED'} end
-if state == 'issued' then return {'EXPIRED'} end
+if state == 'issued' then
+  -- The first resume to find the pending state gone records the expiry, so
+  -- it is reported as discovered once.
+  redis.call('HSET', KEYS[6], id, 'expired')
+  return {'EXPIRED', 'first'}
+end
+if state == 'expired' then return {'EXPIRED'} end
 return {'UNKNOWN'}
 `)
 
