@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"chatd/internal/api"
+	"chatd/internal/render"
 	"errors"
 	"fmt"
 	"net"
@@ -32,8 +33,21 @@ type config struct {
 	MaxBodyBytes     int64         `envconfig:"MAX_BODY_BYTES" default:"1048576"`
 	HeartbeatEvery   time.Duration `envconfig:"SSE_HEARTBEAT" default:"15s"`
 	ShutdownTimeout  time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"70s"`
-	LogLevel         string        `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat        string        `envconfig:"LOG_FORMAT" default:"json"`
+	// Connection timeouts (SPEC §11): headers, the whole body, one response
+	// or one SSE event, an idle keep-alive connection.
+	ReadHeaderTimeout time.Duration `envconfig:"READ_HEADER_TIMEOUT" default:"10s"`
+	ReadTimeout       time.Duration `envconfig:"READ_TIMEOUT" default:"30s"`
+	WriteTimeout      time.Duration `envconfig:"WRITE_TIMEOUT" default:"30s"`
+	IdleTimeout       time.Duration `envconfig:"IDLE_TIMEOUT" default:"120s"`
+	// Limits (SPEC §11).
+	MaxBlocks         int    `envconfig:"MAX_BLOCKS" default:"256"`
+	MaxJSONDepth      int    `envconfig:"MAX_JSON_DEPTH" default:"64"`
+	HistoryMaxBytes   int64  `envconfig:"HISTORY_MAX_BYTES" default:"16777216"`
+	MemoryMaxBytes    int64  `envconfig:"MEMORY_MAX_BYTES" default:"268435456"`
+	LogLevel          string `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat         string `envconfig:"LOG_FORMAT" default:"json"`
+	UI                bool   `envconfig:"UI" default:"true"`
+	EntityURLTemplate string `envconfig:"ENTITY_URL_TEMPLATE"`
 }
 
 // loadConfig reads the CHATD_ variables and checks them. envconfig reads the
@@ -77,10 +91,18 @@ func (c config) validate() error {
 	check(c.TurnTimeout >= time.Millisecond, "CHATD_TURN_TIMEOUT must be at least 1ms")
 	check(c.ShutdownTimeout >= c.TurnTimeout,
 		"CHATD_SHUTDOWN_TIMEOUT (%s) must be at least CHATD_TURN_TIMEOUT (%s), so shutdown can let running turns finish", c.ShutdownTimeout, c.TurnTimeout)
+	check(c.ReadHeaderTimeout >= time.Millisecond, "CHATD_READ_HEADER_TIMEOUT must be at least 1ms")
+	check(c.ReadTimeout >= time.Millisecond, "CHATD_READ_TIMEOUT must be at least 1ms")
+	check(c.WriteTimeout >= time.Millisecond, "CHATD_WRITE_TIMEOUT must be at least 1ms")
+	check(c.IdleTimeout >= time.Millisecond, "CHATD_IDLE_TIMEOUT must be at least 1ms")
 	check(c.HeartbeatEvery >= 0, "CHATD_SSE_HEARTBEAT must not be negative (0 disables it)")
 	check(c.HistoryMax >= 1, "CHATD_HISTORY_MAX must be at least 1")
 	check(c.HistoryWindow >= 0, "CHATD_HISTORY_WINDOW must not be negative")
 	check(c.MaxBodyBytes >= 1, "CHATD_MAX_BODY_BYTES must be at least 1")
+	check(c.MaxBlocks >= 1, "CHATD_MAX_BLOCKS must be at least 1")
+	check(c.MaxJSONDepth >= 2, "CHATD_MAX_JSON_DEPTH must be at least 2 (a turn's body nests two levels)")
+	check(c.HistoryMaxBytes >= 1, "CHATD_HISTORY_MAX_BYTES must be at least 1")
+	check(c.MemoryMaxBytes >= 1, "CHATD_MEMORY_MAX_BYTES must be at least 1")
 	switch c.AuthMode {
 	case "none":
 		check(addrErr != nil || isLoopback(c.Addr) || c.AllowAnonymous,
@@ -93,6 +115,9 @@ func (c config) validate() error {
 		errs = append(errs, fmt.Errorf("CHATD_AUTH_MODE %q: want none, apikey or header", c.AuthMode))
 	}
 	check(c.LogFormat == "json" || c.LogFormat == "text", "CHATD_LOG_FORMAT %q: want json or text", c.LogFormat)
+	if err := render.CheckEntityURLTemplate(c.EntityURLTemplate); err != nil {
+		errs = append(errs, fmt.Errorf("CHATD_ENTITY_URL_TEMPLATE: %w", err))
+	}
 	return errors.Join(errs...)
 }
 

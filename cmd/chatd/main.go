@@ -20,12 +20,20 @@ import (
 	"chatd/internal/processor"
 	"chatd/internal/processor/demo"
 	"chatd/internal/processor/echo"
+	"chatd/internal/render"
+	"chatd/internal/serve"
 	"chatd/internal/store"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first signal starts a graceful shutdown, the default action
+	// returns: a second SIGTERM or SIGINT ends the process at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	if err := run(ctx, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "chatd:", err)
 		os.Exit(1)
@@ -75,20 +83,22 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if heartbeat == 0 {
 		heartbeat = -1 // CHATD_SSE_HEARTBEAT=0 disables heartbeats
 	}
+	renderer, err := render.New(render.Options{EntityURLTemplate: cfg.EntityURLTemplate})
+	if err != nil {
+		return fmt.Errorf("configuration: CHATD_ENTITY_URL_TEMPLATE: %w", err)
+	}
 	server := api.NewServer(api.Deps{
 		Store: st, Processors: registry, Auth: auth, Logger: logger, Metrics: api.NewMetrics(),
+		Renderer: renderer,
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
-			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat,
+			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,
+			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth,
 		},
 	})
-	httpServer := &http.Server{
-		Handler:           server,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		// No WriteTimeout: streams last as long as their turn; each SSE
-		// write has its own deadline.
-	}
+	httpServer := serve.New(server, serve.Timeouts{
+		ReadHeader: cfg.ReadHeaderTimeout, Read: cfg.ReadTimeout, Write: cfg.WriteTimeout, Idle: cfg.IdleTimeout,
+	}, slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
@@ -113,6 +123,8 @@ func run(ctx context.Context, logOut io.Writer) error {
 	defer cancel()
 	// Shutdown waits for every running handler, and a turn runs inside its
 	// handler even after its client has gone, so this drains the turns.
+	// Idle connections and those still sending headers or a body are
+	// closed at once.
 	errs := []error{httpServer.Shutdown(shutdownCtx)}
 	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
 		errs = append(errs, err)
@@ -178,7 +190,8 @@ func newAuth(cfg config) (api.Authenticator, error) {
 }
 
 func newStore(cfg config) (closingStore, error) {
-	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour}
+	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour,
+		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes}
 	if cfg.RedisURL == "" {
 		return store.NewMemory(opts), nil
 	}

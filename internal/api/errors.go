@@ -63,6 +63,7 @@ var sentinels = []struct {
 	{store.ErrElicitationExpired, http.StatusGone, "elicitation_expired", "this elicitation expired before it was answered"},
 	{store.ErrUnknownCursor, http.StatusBadRequest, "invalid_request", "before: no such message in this thread"},
 	{store.ErrUnavailable, http.StatusServiceUnavailable, "store_unavailable", "the store is unavailable; retry shortly"},
+	{store.ErrFull, http.StatusInsufficientStorage, "store_full", "the server's store is full; no new threads or turns until space is freed"},
 }
 
 var titles = map[string]string{
@@ -82,6 +83,8 @@ var titles = map[string]string{
 	"processor_failed":       "Processor failed",
 	"internal":               "Internal error",
 	"method_not_allowed":     "Method not allowed",
+	"request_timeout":        "Request timeout",
+	"store_full":             "Store full",
 }
 
 // problemFor turns any error into the problem the client sees.
@@ -123,8 +126,8 @@ func problemFor(err error) Problem {
 const statusClientGone = 499
 
 // isClientGone reports whether err, failing r, only says the client went
-// away: its body stopped arriving, or its context was cancelled because
-// the connection closed.
+// away: its body stopped arriving, or the request's context was cancelled
+// (the connection closed) under the work that failed.
 func isClientGone(r *http.Request, err error) bool {
-	return errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) || errors.Is(r.Context().Err(), context.Canceled)
+	return errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) && r.Context().Err() != nil
 }

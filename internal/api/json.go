@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -65,14 +66,21 @@ func stamp(t time.Time) *timestamp {
 // answered: it is logged and counted as 499, not as a server error.
 var errClientGone = errors.New("the client went away")
 
-// readBody reads a JSON request body, bounded by limit. An empty body is
-// returned as nil when allowEmpty; otherwise the content type must be JSON.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bool) ([]byte, error) {
+// readBody reads a JSON request body, bounded by CHATD_MAX_BODY_BYTES and
+// CHATD_MAX_JSON_DEPTH. An empty body is returned as nil when allowEmpty;
+// otherwise the content type must be JSON.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) ([]byte, error) {
+	limit := s.cfg.MaxBodyBytes
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return nil, errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "request body exceeds %d bytes", limit)
+		}
+		var netErr net.Error
+		if errors.As(err, &netErr) && netErr.Timeout() {
+			// CHATD_READ_TIMEOUT passed, or the server is shutting down.
+			return nil, errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time")
 		}
 		// Anything else that stops a body from arriving is the connection
 		// failing under it: the client is gone.
@@ -82,6 +90,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bo
 		return nil, nil
 	}
 	if err := requireJSON(r); err != nil {
+		return nil, err
+	}
+	if err := checkDepth(body, s.cfg.MaxJSONDepth); err != nil {
 		return nil, err
 	}
 	return body, nil

@@ -47,13 +47,6 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
-// clientGone records that the client left before a response was written.
-func (r *statusRecorder) clientGone() {
-	if r.status == 0 {
-		r.status = statusClientGone
-	}
-}
-
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK

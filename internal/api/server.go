@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"chatd/internal/processor"
+	"chatd/internal/render"
 	"chatd/internal/store"
 )
 
@@ -46,9 +47,17 @@ type Config struct {
 	TurnTimeout    time.Duration
 	HistoryWindow  int
 	MaxBodyBytes   int64
+	// MaxBlocks caps the content blocks of one message (422 beyond).
+	MaxBlocks int
+	// MaxJSONDepth caps the nesting of any request body (400 beyond).
+	MaxJSONDepth int
 	// HeartbeatInterval spaces the comment heartbeats of idle streams; a
 	// negative value disables them.
 	HeartbeatInterval time.Duration
+	// WriteTimeout bounds writing one SSE event (and the drain of what is
+	// queued when a stream ends) to a client that does not read; the
+	// stream is then dropped while its turn completes.
+	WriteTimeout time.Duration
 }
 
 // DefaultConfig is SPEC §9's defaults.
@@ -57,7 +66,10 @@ var DefaultConfig = Config{
 	TurnTimeout:       60 * time.Second,
 	HistoryWindow:     50,
 	MaxBodyBytes:      1 << 20,
+	MaxBlocks:         256,
+	MaxJSONDepth:      64,
 	HeartbeatInterval: 15 * time.Second,
+	WriteTimeout:      30 * time.Second,
 }
 
 // withDefaults fills unset (zero) fields from DefaultConfig, so a partial
@@ -74,8 +86,17 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes
 	}
+	if c.MaxBlocks <= 0 {
+		c.MaxBlocks = d.MaxBlocks
+	}
+	if c.MaxJSONDepth <= 0 {
+		c.MaxJSONDepth = d.MaxJSONDepth
+	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = d.HeartbeatInterval
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = d.WriteTimeout
 	}
 	return c
 }
@@ -88,6 +109,11 @@ type Deps struct {
 	Logger     *slog.Logger
 	Metrics    *Metrics
 	Config     Config
+	// Renderer turns messages into HTML for ?render=html; nil gets one
+	// without an entity URL template.
+	Renderer *render.Renderer
+	// UI serves the chat page at /; nil serves none.
+	UI http.Handler
 }
 
 // Server is chatd's HTTP handler.
@@ -98,10 +124,14 @@ type Server struct {
 	log        *slog.Logger
 	metrics    *Metrics
 	cfg        Config
+	renderer   *render.Renderer
+	ui         http.Handler
 	handler    http.Handler
 	// windows are the history windows of processors that read less than
 	// cfg.HistoryWindow.
 	windows map[string]int
+	// storeErrLog limits the lines logged for an unreachable store.
+	storeErrLog *logThrottle
 }
 
 // NewServer wires the routes. Missing optional deps get defaults: no auth
@@ -114,6 +144,10 @@ func NewServer(d Deps) *Server {
 		log:        d.Logger,
 		metrics:    d.Metrics,
 		cfg:        d.Config,
+		renderer:   d.Renderer,
+		ui:         d.UI,
+		// One line a second: enough to see an outage begin and end.
+		storeErrLog: &logThrottle{interval: time.Second},
 	}
 	if s.auth == nil {
 		s.auth = AnonymousAuth{}
@@ -123,6 +157,10 @@ func NewServer(d Deps) *Server {
 	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
+	}
+	if s.renderer == nil {
+		// Without a template New cannot fail.
+		s.renderer, _ = render.New(render.Options{})
 	}
 	s.cfg = s.cfg.withDefaults()
 	s.windows = s.processors.Windows(s.cfg.HistoryWindow)
@@ -149,10 +187,9 @@ func (s *Server) handle(h handlerFunc) http.Handler {
 // wrapped cause is logged only for server-side failures.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if isClientGone(r, err) {
-		// Nobody is left to read a problem; the request is recorded as 499.
-		if rec, ok := w.(*statusRecorder); ok {
-			rec.clientGone()
-		}
+		// Nobody is left to read a problem: the status alone, for the
+		// request log and metrics.
+		w.WriteHeader(statusClientGone)
 		return
 	}
 	p := problemFor(err)
@@ -169,15 +206,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) observeError(r *http.Request, p Problem, err error) {
+	if p.Status < 500 || isClientGone(r, err) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", requestID(r.Context())),
+		slog.String("code", p.Code),
+		slog.String("error", err.Error()),
+	}
 	if errors.Is(err, store.ErrUnavailable) {
 		s.metrics.storeErrors.Inc()
+		ok, suppressed := s.storeErrLog.allow(time.Now())
+		if !ok {
+			return
+		}
+		attrs = append(attrs, slog.Int("suppressed", suppressed))
 	}
-	if p.Status >= 500 && !isClientGone(r, err) {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("request_id", requestID(r.Context())),
-			slog.String("code", p.Code),
-			slog.String("error", err.Error()))
-	}
+	s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", attrs...)
 }
 
 const problemType = "application/problem+json"

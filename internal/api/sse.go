@@ -35,10 +35,6 @@ func acceptable(params string) bool {
 	return true
 }
 
-// sseWriteTimeout bounds one write, and the drain of what is still queued
-// when a stream closes, so a stalled client cannot keep a connection busy.
-const sseWriteTimeout = 10 * time.Second
-
 // sseQueueBytes is how much encoded output may wait for a client. A client
 // that falls this far behind is too slow to follow the turn: its stream is
 // abandoned rather than let the processor wait for it or memory grow.
@@ -53,6 +49,10 @@ const sseQueueBytes = 4 << 20
 type sseStream struct {
 	rc *http.ResponseController
 	w  http.ResponseWriter
+	// writeTimeout bounds one write, and the drain of what is still queued
+	// when the stream closes, so a stalled client cannot keep a connection
+	// busy (Config.WriteTimeout).
+	writeTimeout time.Duration
 
 	mu      sync.Mutex
 	pending []byte // encoded events not yet taken by the writer
@@ -76,7 +76,7 @@ func (s *Server) startStream(w http.ResponseWriter) *sseStream {
 	h.Set("X-Accel-Buffering", "no") // asks nginx-style proxies not to buffer
 	w.WriteHeader(http.StatusOK)
 	st := &sseStream{
-		w: w, rc: http.NewResponseController(w),
+		w: w, rc: http.NewResponseController(w), writeTimeout: s.cfg.WriteTimeout,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	go st.run(s.cfg.HeartbeatInterval)
@@ -146,13 +146,13 @@ func (st *sseStream) abandonLocked() {
 	st.signal()
 }
 
-// close lets the writer send what is queued, within sseWriteTimeout, and
+// close lets the writer send what is queued, within writeTimeout, and
 // waits for it to stop; later sends are dropped.
 func (st *sseStream) close() {
 	st.mu.Lock()
 	if !st.closed {
 		st.closed = true
-		st.drainBy = time.Now().Add(sseWriteTimeout)
+		st.drainBy = time.Now().Add(st.writeTimeout)
 		st.signal()
 	}
 	st.mu.Unlock()
@@ -242,7 +242,7 @@ func (st *sseStream) write(b []byte) bool {
 		return false
 	}
 	// Set under mu, so abandonLocked's deadline is never overwritten.
-	deadline := time.Now().Add(sseWriteTimeout)
+	deadline := time.Now().Add(st.writeTimeout)
 	if st.closed && st.drainBy.Before(deadline) {
 		deadline = st.drainBy
 	}

@@ -65,7 +65,7 @@ func TestStreamStalledClient(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		flood := floodProcessor{count: 400, size: 64 << 10}
 		ts := newTestServer(t, withStoreKind(kind), withProcessor("flood", flood),
-			withConfig(func(c *api.Config) { c.TurnTimeout = 3 * time.Second }))
+			withConfig(func(c *api.Config) { c.TurnTimeout = 3 * time.Second; c.WriteTimeout = 500 * time.Millisecond }))
 		thread := ts.mustCreateThread(t, alice, "flood")
 
 		conn := newTestStalledStream(t, ts, alice, thread, "go")

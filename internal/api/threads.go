@@ -66,7 +66,7 @@ func (s *Server) handleListProcessors(w http.ResponseWriter, _ *http.Request) er
 }
 
 func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, true)
+	body, err := s.readBody(w, r, true)
 	if err != nil {
 		return err
 	}
@@ -147,16 +147,25 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) error {
 		}
 		before = raw[0]
 	}
+	asHTML, err := wantsHTML(r)
+	if err != nil {
+		return err
+	}
 	page, err := s.store.History(r.Context(), id, principalFrom(r.Context()), limit, before)
 	if err != nil {
 		return err
 	}
 	view := struct {
-		Messages   []blocks.Message `json:"messages"`
-		NextBefore *string          `json:"next_before"`
+		Messages   any     `json:"messages"`
+		NextBefore *string `json:"next_before"`
 	}{Messages: page.Messages}
-	if view.Messages == nil {
+	if page.Messages == nil {
 		view.Messages = []blocks.Message{}
+	}
+	if asHTML {
+		if view.Messages, err = s.renderedMessages(page.Messages); err != nil {
+			return err
+		}
 	}
 	if page.NextBefore != "" {
 		view.NextBefore = &page.NextBefore

@@ -61,11 +61,11 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
+	body, err := s.readBody(w, r, false)
 	if err != nil {
 		return err
 	}
-	userMsg, err := parseTurnRequest(body)
+	userMsg, err := parseTurnRequest(body, s.cfg.MaxBlocks)
 	if err != nil {
 		return err
 	}
@@ -93,9 +93,10 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 }
 
 // parseTurnRequest validates a turn body into the user's message. Shape
-// errors are 400; invalid blocks and _meta keys, and values chatd could not
-// give back exactly (blocks.CheckExact), are 422 with every path.
-func parseTurnRequest(body []byte) (blocks.Message, error) {
+// errors are 400; more than maxBlocks blocks, invalid blocks and _meta keys,
+// and values chatd could not give back exactly (blocks.CheckExact), are 422
+// with every path.
+func parseTurnRequest(body []byte, maxBlocks int) (blocks.Message, error) {
 	var req turnRequest
 	if err := decodeStrict(body, &req, turnShape); err != nil {
 		return blocks.Message{}, err
@@ -109,6 +110,10 @@ func parseTurnRequest(body []byte) (blocks.Message, error) {
 	if raw := strings.TrimSpace(string(req.ContentBlocks)); raw != "" && raw != "null" {
 		if raw[0] != '[' {
 			return blocks.Message{}, badShape(turnShape, "content_blocks: must be an array of content blocks")
+		}
+		if n := arrayLen(req.ContentBlocks); n > maxBlocks {
+			verr.Add("content_blocks", fmt.Sprintf("%d content blocks; at most %d are allowed per message", n, maxBlocks))
+			return blocks.Message{}, verr
 		}
 		decoded, err := blocks.DecodeList(req.ContentBlocks, "content_blocks")
 		verr.Merge(err)
@@ -186,7 +191,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	elicitationID := chi.URLParam(r, "elicitation_id")
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
+	body, err := s.readBody(w, r, false)
 	if err != nil {
 		return err
 	}

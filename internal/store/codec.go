@@ -27,6 +27,12 @@ func withDefaults(opts Options) Options {
 	if opts.IdempotencyTTL <= 0 {
 		opts.IdempotencyTTL = DefaultOptions.IdempotencyTTL
 	}
+	if opts.HistoryMaxBytes <= 0 {
+		opts.HistoryMaxBytes = DefaultOptions.HistoryMaxBytes
+	}
+	if opts.MemoryMaxBytes <= 0 {
+		opts.MemoryMaxBytes = DefaultOptions.MemoryMaxBytes
+	}
 	return opts
 }
 

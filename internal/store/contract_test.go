@@ -64,6 +64,7 @@ func runContract(t *testing.T, newStore newStoreFunc) {
 		{"Window", testWindow},
 		{"WindowByProcessor", testWindowByProcessor},
 		{"Trimming", testTrimming},
+		{"TrimmingBytes", testTrimmingBytes},
 		{"Paging", testPaging},
 		{"CursorMisuse", testCursorMisuse},
 		{"LockContention", testLockContention},

@@ -49,7 +49,8 @@
 //	chatd:{T}:thread        hash: owner, processor, created, updated (RFC 3339,
 //	                        nanoseconds), seq (last history position used),
 //	                        create_call, last_commit (call IDs of the
-//	                        create and of the latest commit)
+//	                        create and of the latest commit), bytes (size
+//	                        of msgdata's values, against HistoryMaxBytes)
 //	chatd:{T}:msgs          sorted set: message ID scored by history position
 //	chatd:{T}:msgdata       hash: message ID → message JSON
 //	chatd:{T}:pending       hash: id, data (JSON: request, base64 state,

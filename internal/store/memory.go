@@ -18,6 +18,9 @@ type Memory struct {
 	mu        sync.Mutex
 	threads   map[string]*memThread
 	lastSweep time.Time
+	// used is the footprint of every thread held, against
+	// opts.MemoryMaxBytes.
+	used int64
 }
 
 // memThread holds everything a thread owns, so deleting it drops all of it.
@@ -31,6 +34,8 @@ type memThread struct {
 	msgs  []encodedMessage
 	base  int
 	index map[string]int
+	// msgBytes is the size of msgs' JSON, against opts.HistoryMaxBytes.
+	msgBytes int64
 
 	pending    []byte // encoded pendingRecord; nil when none
 	pendingID  string
@@ -43,7 +48,37 @@ type memThread struct {
 	lockClaim string // elicitation ID a resume turn claimed, "" for a plain turn
 	lockExp   time.Time
 
-	idem map[string]memIdempotency
+	idem      map[string]memIdempotency
+	idemBytes int64
+}
+
+// Fixed costs the footprint adds to the data itself: map and slice entries,
+// IDs and headers. They are estimates; what matters is that the count grows
+// with everything a client can make the store hold.
+const (
+	threadOverhead = 512
+	recordOverhead = 96
+)
+
+// footprint estimates the memory the thread holds.
+func (th *memThread) footprint() int64 {
+	return threadOverhead + th.msgBytes + int64(len(th.msgs))*recordOverhead +
+		int64(len(th.pending)) + th.idemBytes + int64(len(th.idem)+len(th.elicitations))*recordOverhead
+}
+
+// checkRoom refuses new data once the store holds MemoryMaxBytes; the
+// caller holds m.mu.
+func (m *Memory) checkRoom() error {
+	if m.used >= m.opts.MemoryMaxBytes {
+		return fmt.Errorf("store: %d of %d bytes used: %w", m.used, m.opts.MemoryMaxBytes, ErrFull)
+	}
+	return nil
+}
+
+// drop removes a thread; the caller holds m.mu.
+func (m *Memory) drop(id string, th *memThread) {
+	m.used -= th.footprint()
+	delete(m.threads, id)
 }
 
 type memIdempotency struct {
@@ -73,7 +108,7 @@ func (m *Memory) live(id string, now time.Time) *memThread {
 		return nil
 	}
 	if !now.Before(th.expires) {
-		delete(m.threads, id)
+		m.drop(id, th)
 		return nil
 	}
 	return th
@@ -155,13 +190,18 @@ func (m *Memory) CreateThread(ctx context.Context, t Thread) error {
 	if m.live(t.ID, now) != nil {
 		return fmt.Errorf("store: thread %s already exists", t.ID)
 	}
-	m.threads[t.ID] = &memThread{
+	if err := m.checkRoom(); err != nil {
+		return err
+	}
+	th := &memThread{
 		thread:       t,
 		expires:      now.Add(m.opts.ThreadTTL),
 		index:        make(map[string]int),
 		elicitations: make(map[string]string),
 		idem:         make(map[string]memIdempotency),
 	}
+	m.threads[t.ID] = th
+	m.used += th.footprint()
 	return nil
 }
 
@@ -193,10 +233,11 @@ func (m *Memory) DeleteThread(ctx context.Context, threadID, principal string) e
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, err := m.owned(threadID, principal, now); err != nil {
+	th, err := m.owned(threadID, principal, now)
+	if err != nil {
 		return err
 	}
-	delete(m.threads, threadID)
+	m.drop(threadID, th)
 	return nil
 }
 
@@ -232,6 +273,9 @@ func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) 
 		}
 		return TurnStart{}, &PendingError{Pending: *pending}
 	}
+	if err := m.checkRoom(); err != nil {
+		return TurnStart{}, err
+	}
 	token, err := th.lock(b.LockTTL, "", now)
 	if err != nil {
 		return TurnStart{}, err
@@ -262,6 +306,9 @@ func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, err
 		}
 		pending, err := decodePending(p)
 		if err != nil {
+			return TurnStart{}, err
+		}
+		if err := m.checkRoom(); err != nil {
 			return TurnStart{}, err
 		}
 		token, err := th.lock(b.LockTTL, b.ElicitationID, now)
@@ -332,16 +379,32 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 	if !th.lockHeld(now) || th.lockToken != c.LockToken {
 		return fmt.Errorf("store: thread %s: %w", c.ThreadID, ErrLockLost)
 	}
+	before := th.footprint()
+	defer func() { m.used += th.footprint() - before }()
 
 	for _, e := range enc {
 		if pos, ok := th.index[e.id]; ok {
-			th.msgs[pos-th.base].data = e.data
+			old := &th.msgs[pos-th.base]
+			th.msgBytes += int64(len(e.data) - len(old.data))
+			old.data = e.data
 			continue
 		}
 		th.index[e.id] = th.base + len(th.msgs)
 		th.msgs = append(th.msgs, e)
+		th.msgBytes += int64(len(e.data))
 	}
-	if excess := len(th.msgs) - m.opts.HistoryMax; excess > 0 {
+	excess := max(len(th.msgs)-m.opts.HistoryMax, 0)
+	// Then the oldest go until the rest fits in HistoryMaxBytes, keeping the
+	// newest message whatever its size.
+	bytes := th.msgBytes
+	for _, e := range th.msgs[:excess] {
+		bytes -= int64(len(e.data))
+	}
+	for excess < len(th.msgs)-1 && bytes > m.opts.HistoryMaxBytes {
+		bytes -= int64(len(th.msgs[excess].data))
+		excess++
+	}
+	if excess > 0 {
 		for _, e := range th.msgs[:excess] {
 			delete(th.index, e.id)
 		}
@@ -350,6 +413,7 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 		clear(th.msgs[:excess])
 		th.msgs = th.msgs[excess:]
 		th.base += excess
+		th.msgBytes = bytes
 	}
 	if c.Consumed != "" {
 		if th.pendingID == c.Consumed {
@@ -363,14 +427,17 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 	}
 	for k, rec := range th.idem {
 		if !now.Before(rec.expires) {
+			th.idemBytes -= int64(len(rec.data))
 			delete(th.idem, k)
 		}
 	}
 	if c.Idempotency != nil {
-		th.idem[idempotencyField(c.Idempotency.Principal, c.Idempotency.Key)] = memIdempotency{
-			data:    idem,
-			expires: now.Add(m.opts.IdempotencyTTL),
+		field := idempotencyField(c.Idempotency.Principal, c.Idempotency.Key)
+		if old, ok := th.idem[field]; ok {
+			th.idemBytes -= int64(len(old.data))
 		}
+		th.idem[field] = memIdempotency{data: idem, expires: now.Add(m.opts.IdempotencyTTL)}
+		th.idemBytes += int64(len(idem))
 	}
 	if th.thread.UpdatedAt, err = parseTime(formatTime(now)); err != nil {
 		return err
@@ -436,5 +503,6 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.threads = make(map[string]*memThread)
+	m.used = 0
 	return nil
 }

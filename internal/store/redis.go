@@ -488,7 +488,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	if err != nil {
 		return err
 	}
-	args := make([]any, 0, 13+2*len(enc))
+	args := make([]any, 0, 14+2*len(enc))
 	args = append(args,
 		c.LockToken, formatTime(time.Now()), r.opts.HistoryMax, r.opts.ThreadTTL.Milliseconds(),
 		c.Consumed, pauseID, pauseData, pauseExpires,
@@ -497,6 +497,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	for _, e := range enc {
 		args = append(args, e.id, e.data)
 	}
+	args = append(args, r.opts.HistoryMaxBytes)
 
 	k := keysFor(c.ThreadID)
 	status, _, err := r.run(ctx, "commit turn", commitScript,

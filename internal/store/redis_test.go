@@ -310,13 +310,28 @@ func TestOpenRedis(t *testing.T) {
 }
 
 // TestRedisClusterContract runs the contract suite through a ClusterClient
-// on a one-node Cluster: every script must name keys of one slot only, or
-// Redis refuses it with CROSSSLOT.
+// on a Cluster of three masters with a replica each: every script must name
+// keys of one slot only, or Redis refuses it with CROSSSLOT, and threads
+// land on all three masters.
 func TestRedisClusterContract(t *testing.T) {
-	srv := redistest.StartCluster(t)
+	c := redistest.StartCluster(t)
 	runContract(t, func(tb testing.TB, opts store.Options) contractStore {
 		tb.Helper()
-		st := store.NewRedis(redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr()}}), opts)
+		st, err := store.OpenRedis(c.URL(), opts)
+		require.NoError(tb, err)
+		tb.Cleanup(func() { _ = st.Close() })
+		return st
+	})
+}
+
+// TestRedisSentinelContract runs the contract suite through a client that
+// finds the master through three Sentinels.
+func TestRedisSentinelContract(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	runContract(t, func(tb testing.TB, opts store.Options) contractStore {
+		tb.Helper()
+		st, err := store.OpenRedis(s.URL(), opts)
+		require.NoError(tb, err)
 		tb.Cleanup(func() { _ = st.Close() })
 		return st
 	})

@@ -190,7 +190,8 @@ return {'UNKNOWN'}
 // idem, idemexp; ARGV 1 token, 2 updated, 3 history_max, 4 thread_ttl_ms,
 // 5 consumed id, 6 pause id, 7 pause JSON, 8 pause expires_at_ms,
 // 9 idempotency field, 10 idempotency record, 11 idempotency_ttl_ms,
-// 12 call id, 13 message count, then id, JSON for each message.
+// 12 call id, 13 message count, then id, JSON for each message, and last
+// history_max_bytes.
 // Returns NOTFOUND | LOCKLOST | OK.
 // Every commit records its call ID as the thread's last_commit: when ARGV
 // token no longer holds the lock because a first run of this call committed
@@ -213,18 +214,48 @@ local now = now_ms()
 local ttl = tonumber(ARGV[4])
 local n = tonumber(ARGV[13])
 if n > 0 then
+  -- The thread's 'bytes' is the size of its history's JSON; a thread
+  -- written before it was kept has it counted once here.
+  local bytes = tonumber(redis.call('HGET', KEYS[1], 'bytes'))
+  if not bytes then
+    bytes = 0
+    for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+      bytes = bytes + redis.call('HSTRLEN', KEYS[5], id)
+    end
+  end
   -- History order is commit order: scores come from a per-thread counter.
   local seq = redis.call('HINCRBY', KEYS[1], 'seq', n) - n
   for i = 0, n - 1 do
     local id, data = ARGV[14 + 2 * i], ARGV[15 + 2 * i]
     redis.call('ZADD', KEYS[4], 'NX', seq + i + 1, id)
+    bytes = bytes - redis.call('HSTRLEN', KEYS[5], id) + #data
     redis.call('HSET', KEYS[5], id, data)
   end
-  local excess = redis.call('ZCARD', KEYS[4]) - tonumber(ARGV[3])
-  if excess > 0 then
-    hdel_all(KEYS[5], redis.call('ZRANGE', KEYS[4], 0, excess - 1))
-    redis.call('ZREMRANGEBYRANK', KEYS[4], 0, excess - 1)
+  -- The oldest messages go beyond history_max, then until the rest fits in
+  -- history_max_bytes, the newest message being kept whatever its size.
+  local count = redis.call('ZCARD', KEYS[4])
+  local drop = math.max(count - tonumber(ARGV[3]), 0)
+  local maxbytes = tonumber(ARGV[#ARGV])
+  local ids = {}
+  if drop > 0 then
+    ids = redis.call('ZRANGE', KEYS[4], 0, drop - 1)
+    for _, id in ipairs(ids) do bytes = bytes - redis.call('HSTRLEN', KEYS[5], id) end
   end
+  while bytes > maxbytes and drop < count - 1 do
+    -- The next oldest, a slice at a time rather than the whole history.
+    local more = redis.call('ZRANGE', KEYS[4], drop, math.min(drop + 63, count - 2))
+    for _, id in ipairs(more) do
+      if bytes <= maxbytes then break end
+      bytes = bytes - redis.call('HSTRLEN', KEYS[5], id)
+      ids[#ids + 1] = id
+      drop = drop + 1
+    end
+  end
+  if drop > 0 then
+    hdel_all(KEYS[5], ids)
+    redis.call('ZREMRANGEBYRANK', KEYS[4], 0, drop - 1)
+  end
+  redis.call('HSET', KEYS[1], 'bytes', bytes)
 end
 if ARGV[5] ~= '' then
   if redis.call('HGET', KEYS[3], 'id') == ARGV[5] then redis.call('DEL', KEYS[3]) end

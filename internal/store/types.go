@@ -38,6 +38,9 @@ var (
 	// ErrUnavailable: the backing store cannot be reached, cannot serve right
 	// now, or refuses this client's credentials or permissions.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrFull: the embedded store holds Options.MemoryMaxBytes of data; it
+	// takes no new thread or turn until threads expire or are deleted.
+	ErrFull = errors.New("store full")
 )
 
 // PendingError is returned by BeginTurn when the thread has a pending
@@ -176,13 +179,23 @@ type Options struct {
 	ThreadTTL time.Duration
 	// HistoryMax caps a thread's history; the oldest messages are trimmed.
 	HistoryMax int
+	// HistoryMaxBytes caps the stored bytes of a thread's history (the
+	// messages' JSON); the oldest messages are trimmed to fit, though the
+	// newest message is always kept.
+	HistoryMaxBytes int64
+	// MemoryMaxBytes caps the embedded store's data (Memory only: Redis has
+	// its own maxmemory); when it is reached, new threads and turns get
+	// ErrFull.
+	MemoryMaxBytes int64
 	// IdempotencyTTL is how long an idempotency record is replayed.
 	IdempotencyTTL time.Duration
 }
 
-// DefaultOptions are the retention defaults of SPEC §9.
+// DefaultOptions are the retention defaults of SPEC §9 and §11.
 var DefaultOptions = Options{
-	ThreadTTL:      720 * time.Hour,
-	HistoryMax:     1000,
-	IdempotencyTTL: 24 * time.Hour,
+	ThreadTTL:       720 * time.Hour,
+	HistoryMax:      1000,
+	HistoryMaxBytes: 16 << 20,
+	MemoryMaxBytes:  256 << 20,
+	IdempotencyTTL:  24 * time.Hour,
 }
