@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"chatd/internal/blocks"
+	"chatd/internal/processor"
 	"chatd/internal/store"
 )
 
@@ -118,6 +119,20 @@ func problemFor(err error) Problem {
 	p.Type = "urn:chatd:problem:" + p.Code
 	p.Title = titles[p.Code]
 	return p
+}
+
+// processorFailure is the detail of a turn's 502 processor_failed: the
+// processor's own client-safe reason when it gives one (processor.Error),
+// else a generic one that leaks nothing of the cause.
+func processorFailure(err error) string {
+	var perr *processor.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the processor did not answer within the turn timeout"
+	case errors.As(err, &perr) && perr.Detail != "":
+		return perr.Detail
+	}
+	return "the processor failed to answer"
 }
 
 // statusClientGone is what a request whose client went away before its

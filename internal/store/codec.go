@@ -33,6 +33,9 @@ func withDefaults(opts Options) Options {
 	if opts.MemoryMaxBytes <= 0 {
 		opts.MemoryMaxBytes = DefaultOptions.MemoryMaxBytes
 	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = DefaultOptions.WaitTimeout
+	}
 	return opts
 }
 

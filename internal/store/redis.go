@@ -48,7 +48,25 @@ func OpenRedis(rawURL string, opts Options) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: redis url: %w", err)
 	}
-	return NewRedis(client, opts), nil
+	r := NewRedis(client, opts)
+	if read := readTimeout(client); r.opts.WaitReplicas > 0 && read > 0 && r.opts.WaitTimeout >= read {
+		_ = client.Close()
+		return nil, fmt.Errorf("store: the wait timeout (%s) must be below the client's read timeout (%s, the URL's read_timeout)",
+			r.opts.WaitTimeout, read)
+	}
+	return r, nil
+}
+
+// readTimeout is how long client waits for a reply; WAIT must answer within
+// it.
+func readTimeout(client redis.UniversalClient) time.Duration {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		return c.Options().ReadTimeout
+	}
+	return 0
 }
 
 func newRedisClient(rawURL string) (redis.UniversalClient, error) {
@@ -156,6 +174,86 @@ func (r *Redis) run(ctx context.Context, op string, s *redis.Script, keys []stri
 	}
 	status, _ := reply[0].(string)
 	return status, reply[1:], nil
+}
+
+// runWrite runs a script that writes what a client is told is kept. With
+// Options.WaitReplicas it pipelines WAIT after the script, on the same
+// connection to the master that ran it, so the acknowledgement costs no
+// extra round trip; a script that answered OK but reached fewer replicas
+// than asked within WaitTimeout is ErrUnavailable.
+func (r *Redis) runWrite(ctx context.Context, op string, s *redis.Script, keys []string, args ...any) (string, []any, error) {
+	n := r.opts.WaitReplicas
+	if n <= 0 {
+		return r.run(ctx, op, s, keys, args...)
+	}
+	var (
+		reply []any
+		acked int64
+		err   error
+	)
+	cluster, isCluster := r.client.(*redis.ClusterClient)
+	for attempt := 0; ; attempt++ {
+		var c redis.Cmdable = r.client
+		if isCluster {
+			// WAIT names no key, so a ClusterClient would send it to any
+			// master: send both to the master of the thread's slot.
+			node, nerr := cluster.MasterForKey(ctx, keys[0])
+			if nerr != nil {
+				return "", nil, wrapRedisError(op, nerr)
+			}
+			c = node
+		}
+		reply, acked, err = evalAndWait(ctx, c, s, keys, args, n, r.opts.WaitTimeout)
+		// MOVED or ASK: the slot has moved (a failover, a resharding) since
+		// the client last read the slot map, and the script did not run.
+		// Read the map again and retry once on the new master.
+		if isCluster && attempt == 0 && err != nil && isRedirect(err) {
+			cluster.ReloadState(ctx)
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return "", nil, wrapRedisError(op, err)
+	}
+	if len(reply) == 0 {
+		return "", nil, fmt.Errorf("store: %s: empty script reply", op)
+	}
+	status, _ := reply[0].(string)
+	if status == "OK" && acked < int64(n) {
+		return "", nil, fmt.Errorf("store: %s: %w: written on the master, acknowledged by %d of %d replicas within %s",
+			op, ErrUnavailable, acked, n, r.opts.WaitTimeout)
+	}
+	return status, reply[1:], nil
+}
+
+// evalAndWait sends EVALSHA and WAIT in one pipeline, and again with EVAL
+// if the server does not have the script yet. It returns the script's reply
+// and how many replicas acknowledged.
+func evalAndWait(ctx context.Context, c redis.Cmdable, s *redis.Script, keys []string, args []any, n int, timeout time.Duration) ([]any, int64, error) {
+	run := func(eval func(p redis.Pipeliner) *redis.Cmd) ([]any, int64, error) {
+		p := c.Pipeline()
+		script := eval(p)
+		// Pipeliner has no Wait; the pipeline's read deadline is the
+		// client's read timeout, which WaitTimeout must stay below.
+		wait := p.Do(ctx, "wait", n, timeout.Milliseconds())
+		_, _ = p.Exec(ctx)
+		reply, err := script.Slice()
+		if err != nil {
+			return nil, 0, err
+		}
+		acked, err := wait.Int64()
+		return reply, acked, err
+	}
+	reply, acked, err := run(func(p redis.Pipeliner) *redis.Cmd { return s.EvalSha(ctx, p, keys, args...) })
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return run(func(p redis.Pipeliner) *redis.Cmd { return s.Eval(ctx, p, keys, args...) })
+	}
+	return reply, acked, err
+}
+
+func isRedirect(err error) bool {
+	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
 }
 
 // wrapRedisError marks errors that mean the server cannot be reached, cannot
@@ -288,7 +386,7 @@ func (r *Redis) CreateThread(ctx context.Context, t Thread) error {
 		return err
 	}
 	k := keysFor(t.ID)
-	status, _, err := r.run(ctx, "create thread", createScript, []string{k.thread},
+	status, _, err := r.runWrite(ctx, "create thread", createScript, []string{k.thread},
 		t.Owner, t.Processor, formatTime(t.CreatedAt), formatTime(t.UpdatedAt), r.opts.ThreadTTL.Milliseconds(), call)
 	if err != nil {
 		return err
@@ -335,7 +433,7 @@ func (r *Redis) GetThread(ctx context.Context, threadID, principal string) (Thre
 // DeleteThread removes the thread and every key it owns. It returns
 // ErrNotFound when the thread does not exist or principal does not own it.
 func (r *Redis) DeleteThread(ctx context.Context, threadID, principal string) error {
-	status, _, err := r.run(ctx, "delete thread", deleteScript, keysFor(threadID).all(), principal)
+	status, _, err := r.runWrite(ctx, "delete thread", deleteScript, keysFor(threadID).all(), principal)
 	if err != nil {
 		return err
 	}
@@ -500,7 +598,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	args = append(args, r.opts.HistoryMaxBytes)
 
 	k := keysFor(c.ThreadID)
-	status, _, err := r.run(ctx, "commit turn", commitScript,
+	status, _, err := r.runWrite(ctx, "commit turn", commitScript,
 		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp}, args...)
 	if err != nil {
 		return err

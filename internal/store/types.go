@@ -189,6 +189,17 @@ type Options struct {
 	MemoryMaxBytes int64
 	// IdempotencyTTL is how long an idempotency record is replayed.
 	IdempotencyTTL time.Duration
+
+	// WaitReplicas, for Redis only, is how many replicas must have a write
+	// (a created thread, a commit, a deletion) before it is acknowledged:
+	// the script is followed by WAIT in the same round trip. Fewer within
+	// WaitTimeout is ErrUnavailable, the outcome unknown: the write is on
+	// the master and is lost if that master fails before replicating it.
+	// 0, the default, waits for none.
+	WaitReplicas int
+	// WaitTimeout bounds the WAIT (default 1s when WaitReplicas > 0); keep
+	// it below the client's read timeout.
+	WaitTimeout time.Duration
 }
 
 // DefaultOptions are the retention defaults of SPEC §9 and §11.
@@ -198,4 +209,5 @@ var DefaultOptions = Options{
 	HistoryMaxBytes: 16 << 20,
 	MemoryMaxBytes:  256 << 20,
 	IdempotencyTTL:  24 * time.Hour,
+	WaitTimeout:     time.Second,
 }
