@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"chatd/internal/blocks"
 )
@@ -33,34 +32,10 @@ func writeBody(w http.ResponseWriter, status int, contentType string, body []byt
 	_, _ = w.Write(body)
 }
 
-// marshal encodes v compactly without HTML escaping (chat text is full of
-// <, > and &, and escaping them only obscures it).
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// marshal encodes v as chatd writes every JSON body.
+func marshal(v any) ([]byte, error) { return blocks.Marshal(v) }
 
 const jsonType = "application/json"
-
-// timestamp is a time as chatd serves every one: RFC 3339 UTC with exactly
-// three fractional digits (blocks.FormatTimestamp), so that clients can
-// compare them as strings.
-type timestamp time.Time
-
-func (t timestamp) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + blocks.FormatTimestamp(time.Time(t)) + `"`), nil
-}
-
-// stamp returns t as a timestamp to serve.
-func stamp(t time.Time) *timestamp {
-	ts := timestamp(t)
-	return &ts
-}
 
 // errClientGone marks a request whose client went away before it was
 // answered: it is logged and counted as 499, not as a server error.
@@ -113,6 +88,7 @@ const (
 	turnShape   = "a turn is {message, content_blocks?, _meta?}"
 	answerShape = "an answer is {action, content?, _meta?}"
 	threadShape = "a new thread is {processor?} or an empty body"
+	patchShape  = "a thread update is {title?, metadata?}"
 )
 
 // badShape is a 400 whose detail names what was wrong and the expected shape.
