@@ -52,6 +52,9 @@ type config struct {
 	LogFormat         string `envconfig:"LOG_FORMAT" default:"json"`
 	UI                bool   `envconfig:"UI" default:"true"`
 	EntityURLTemplate string `envconfig:"ENTITY_URL_TEMPLATE"`
+
+	// The agents (CHATD_AGENT_*, CHATD_AGENTS_FILE), in agents.go.
+	AgentSettings
 }
 
 // loadConfig reads the CHATD_ variables and checks them. envconfig reads the

@@ -12,14 +12,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"chatd/internal/api"
-	"chatd/internal/processor"
-	"chatd/internal/processor/demo"
-	"chatd/internal/processor/echo"
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
@@ -58,7 +54,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	registry, err := newRegistry(cfg)
+	registry, err := newRegistry(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -143,35 +139,6 @@ func newLogger(cfg config, out io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(out, opts)), nil
 	}
 	return slog.New(slog.NewJSONHandler(out, opts)), nil
-}
-
-// builtin returns the processor chatd ships under name; CHATD_PROCESSORS
-// picks from them. Register a new processor here.
-func builtin(name string) (processor.Processor, bool) {
-	switch name {
-	case "demo":
-		return demo.New(), true
-	case "echo":
-		return echo.New(), true
-	}
-	return nil, false
-}
-
-func newRegistry(cfg config) (*processor.Registry, error) {
-	enabled := map[string]processor.Processor{}
-	for _, name := range cfg.Processors {
-		name = strings.TrimSpace(name)
-		p, ok := builtin(name)
-		if !ok {
-			return nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q (built-ins: demo, echo)", name)
-		}
-		enabled[name] = p
-	}
-	reg, err := processor.NewRegistry(enabled, cfg.DefaultProcessor)
-	if err != nil {
-		return nil, fmt.Errorf("CHATD_PROCESSORS, CHATD_DEFAULT_PROCESSOR: %w", err)
-	}
-	return reg, nil
 }
 
 func newAuth(cfg config) (api.Authenticator, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"chatd/internal/blocks"
+	"chatd/internal/processor"
 	"chatd/internal/store"
 )
 
@@ -120,6 +121,20 @@ func problemFor(err error) Problem {
 	p.Type = "urn:chatd:problem:" + p.Code
 	p.Title = titles[p.Code]
 	return p
+}
+
+// processorFailure is the detail of a turn's 502 processor_failed: the
+// processor's own client-safe reason when it gives one (processor.Error),
+// else a generic one that leaks nothing of the cause.
+func processorFailure(err error) string {
+	var perr *processor.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the processor did not answer within the turn timeout"
+	case errors.As(err, &perr) && perr.Detail != "":
+		return perr.Detail
+	}
+	return "the processor failed to answer"
 }
 
 // isClientGone reports whether err only says the client went away.

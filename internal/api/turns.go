@@ -412,11 +412,7 @@ func (s *Server) completeTurn(reqCtx context.Context, job turnJob, proc processo
 	if err != nil {
 		s.release(job.start)
 		s.metrics.turns.WithLabelValues(thread.Processor, statusFailed).Inc()
-		detail := "the processor failed to answer"
-		if errors.Is(err, context.DeadlineExceeded) {
-			detail = "the processor did not answer within the turn timeout"
-		}
-		return nil, &Error{Status: http.StatusBadGateway, Code: "processor_failed", Detail: detail, Err: err}
+		return nil, &Error{Status: http.StatusBadGateway, Code: "processor_failed", Detail: processorFailure(err), Err: err}
 	}
 	if err := s.store.CommitTurn(ctx, commit); err != nil {
 		s.metrics.turns.WithLabelValues(thread.Processor, statusFailed).Inc()
