@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -36,6 +37,8 @@ type config struct {
 	HistoryWindow     int           `envconfig:"HISTORY_WINDOW" default:"50"`
 	MaxBodyBytes      int64         `envconfig:"MAX_BODY_BYTES" default:"1048576"`
 	HeartbeatEvery    time.Duration `envconfig:"SSE_HEARTBEAT" default:"15s"`
+	TurnEventsTTL     time.Duration `envconfig:"TURN_EVENTS_TTL" default:"10m"`
+	CORSOrigins       []string      `envconfig:"CORS_ORIGINS"`
 	ShutdownTimeout   time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"70s"`
 	// Connection timeouts (SPEC §11): headers, the whole body, one response
 	// or one SSE event, an idle keep-alive connection.
@@ -103,6 +106,11 @@ func (c config) validate() error {
 	check(c.WriteTimeout >= time.Millisecond, "CHATD_WRITE_TIMEOUT must be at least 1ms")
 	check(c.IdleTimeout >= time.Millisecond, "CHATD_IDLE_TIMEOUT must be at least 1ms")
 	check(c.HeartbeatEvery >= 0, "CHATD_SSE_HEARTBEAT must not be negative (0 disables it)")
+	check(c.TurnEventsTTL >= time.Millisecond, "CHATD_TURN_EVENTS_TTL must be at least 1ms")
+	for _, origin := range c.CORSOrigins {
+		check(validOrigin(strings.TrimSpace(origin)),
+			"CHATD_CORS_ORIGINS: %q is not an origin: want scheme://host[:port] with no path, or *", origin)
+	}
 	check(c.HistoryMax >= 1, "CHATD_HISTORY_MAX must be at least 1")
 	check(c.RedisWaitReplicas >= 0, "CHATD_REDIS_WAIT_REPLICAS must not be negative")
 	check(c.RedisWaitTimeout >= time.Millisecond, "CHATD_REDIS_WAIT_TIMEOUT must be at least 1ms")
@@ -192,4 +200,15 @@ func (c config) apiKeys() ([]api.APIKey, error) {
 		return nil, errors.New("CHATD_AUTH_MODE=apikey needs keys in CHATD_API_KEYS or CHATD_API_KEYS_FILE")
 	}
 	return keys, nil
+}
+
+// validOrigin reports whether s is "*" or an origin as browsers send it:
+// scheme://host[:port], nothing more.
+func validOrigin(s string) bool {
+	if s == "*" {
+		return true
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.Path == "" && u.RawQuery == "" && u.Fragment == "" && u.User == nil
 }

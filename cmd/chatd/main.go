@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -90,6 +91,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,
 			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth,
+			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: principalHeader(cfg),
 		},
 	})
 	httpServer := serve.New(server, serve.Timeouts{
@@ -158,7 +160,7 @@ func newAuth(cfg config) (api.Authenticator, error) {
 
 func newStore(cfg config) (closingStore, error) {
 	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour,
-		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes,
+		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes, TurnEventsTTL: cfg.TurnEventsTTL,
 		WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout}
 	if cfg.RedisURL == "" {
 		return store.NewMemory(opts), nil
@@ -168,4 +170,24 @@ func newStore(cfg config) (closingStore, error) {
 		return nil, fmt.Errorf("CHATD_REDIS_URL: %w", err)
 	}
 	return st, nil
+}
+
+// trimAll trims each of a list variable's items.
+func trimAll(items []string) []string {
+	out := make([]string, 0, len(items))
+	for _, item := range items {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// principalHeader is the header browsers may send the principal in: only in
+// header auth mode.
+func principalHeader(cfg config) string {
+	if cfg.AuthMode == "header" {
+		return cfg.PrincipalHeader
+	}
+	return ""
 }

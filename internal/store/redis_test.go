@@ -91,9 +91,16 @@ func TestRedisKeys(t *testing.T) {
 	}
 
 	require.NoError(t, st.DeleteThread(ctx, th.ID, alice))
-	keys, err = rdb.Keys(ctx, "chatd:*").Result()
+	keys, err = rdb.Keys(ctx, "chatd:{*}:thread").Result()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"chatd:{" + other.ID + "}:thread"}, keys)
+	// The owner's thread index lists what is left, under a hash tag of its own.
+	index, err := rdb.Keys(ctx, "chatd:{p:*}:threads").Result()
+	require.NoError(t, err)
+	require.Len(t, index, 1)
+	listed, err := rdb.ZRange(ctx, index[0], 0, -1).Result()
+	require.NoError(t, err)
+	assert.Equal(t, []string{other.ID}, listed)
 }
 
 // countingHook counts the commands and pipelines a client sends: each is one
@@ -133,7 +140,7 @@ func TestRedisRoundTrips(t *testing.T) {
 	p := mustPause(t, st, warm.ID, time.Hour)
 	claim, err := st.BeginResume(ctx, store.BeginResume{ThreadID: warm.ID, Principal: alice, ElicitationID: p.ElicitationID, LockTTL: lockTTL})
 	require.NoError(t, err)
-	require.NoError(t, st.Release(ctx, warm.ID, claim.LockToken))
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: warm.ID, LockToken: claim.LockToken}))
 	_, err = st.History(ctx, warm.ID, alice, 10, "")
 	require.NoError(t, err)
 	require.NoError(t, st.DeleteThread(ctx, warm.ID, alice))
@@ -163,7 +170,7 @@ func TestRedisRoundTrips(t *testing.T) {
 			begin, err = st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: pause.ElicitationID, LockTTL: lockTTL, Window: 50})
 			return err
 		}},
-		{"Release", func() error { return st.Release(ctx, th.ID, begin.LockToken) }},
+		{"Release", func() error { return st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: begin.LockToken}) }},
 		{"BeginResume again", func() error {
 			var err error
 			begin, err = st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: pause.ElicitationID, LockTTL: lockTTL, Window: 50})
@@ -218,7 +225,7 @@ func TestRedisOutage(t *testing.T) {
 		{"CommitTurn", func() error {
 			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: ts.LockToken, Messages: newTestMessages(1, "x")})
 		}},
-		{"Release", func() error { return st.Release(ctx, th.ID, ts.LockToken) }},
+		{"Release", func() error { return st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}) }},
 		{"History", func() error { _, err := st.History(ctx, th.ID, alice, 10, ""); return err }},
 		{"DeleteThread", func() error { return st.DeleteThread(ctx, th.ID, alice) }},
 	}
