@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"chatd/internal/blocks"
 )
 
 // writeJSON encodes v into a buffer first, so a failed encode never leaves a
@@ -30,17 +32,8 @@ func writeBody(w http.ResponseWriter, status int, contentType string, body []byt
 	_, _ = w.Write(body)
 }
 
-// marshal encodes v compactly without HTML escaping (chat text is full of
-// <, > and &, and escaping them only obscures it).
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// marshal encodes v as chatd writes every JSON body.
+func marshal(v any) ([]byte, error) { return blocks.Marshal(v) }
 
 const jsonType = "application/json"
 

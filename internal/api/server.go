@@ -14,28 +14,24 @@ import (
 	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // Store is what the API needs from persistence; internal/store's Memory and
-// Redis both provide it. Errors are store's sentinels, wrapped.
+// Redis both provide it. Errors are store's sentinels, wrapped. Turns go
+// through internal/turn, which declares what it needs of the same store.
 type Store interface {
+	turn.Store
 	// CreateThread persists a new thread.
 	CreateThread(ctx context.Context, t store.Thread) error
-	// GetThread returns the principal's thread and its pending elicitation
-	// (nil when none); store.ErrNotFound for another principal's thread.
-	GetThread(ctx context.Context, threadID, principal string) (store.Thread, *store.Pending, error)
 	// DeleteThread removes the thread and everything it holds; store.ErrNotFound.
 	DeleteThread(ctx context.Context, threadID, principal string) error
-	// BeginTurn locks the thread for a plain turn: store.ErrNotFound,
-	// ErrBusy, or a *store.PendingError; an idempotent replay takes no lock.
-	BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnStart, error)
-	// BeginResume claims the pending elicitation and locks the thread:
-	// store.ErrNotFound, ErrBusy, ErrElicitationNotFound / Consumed / Expired.
-	BeginResume(ctx context.Context, b store.BeginResume) (store.TurnStart, error)
-	// CommitTurn writes a turn and releases its lock: store.ErrLockLost, ErrNotFound.
-	CommitTurn(ctx context.Context, c store.Commit) error
-	// Release aborts a begun turn, writing nothing: store.ErrLockLost.
-	Release(ctx context.Context, threadID, lockToken string) error
+	// UpdateThread patches a thread's title and metadata: store.ErrNotFound,
+	// ErrMetadataTooLarge.
+	UpdateThread(ctx context.Context, threadID, principal string, patch store.ThreadPatch) (store.Thread, error)
+	// ListThreads returns a page of the principal's threads, most recently
+	// updated first: store.ErrUnknownCursor.
+	ListThreads(ctx context.Context, principal string, limit int, cursor string) (store.ThreadList, error)
 	// History returns a page of messages: store.ErrNotFound, ErrUnknownCursor.
 	History(ctx context.Context, threadID, principal string, limit int, before string) (store.Page, error)
 	// Ping reports whether the store is reachable: store.ErrUnavailable.
@@ -55,6 +51,12 @@ type Config struct {
 	// HeartbeatInterval spaces the comment heartbeats of idle streams; a
 	// negative value disables them.
 	HeartbeatInterval time.Duration
+	// CORSOrigins are the origins browsers may call chatd from: exact
+	// origins, or "*" for any; empty turns CORS off.
+	CORSOrigins []string
+	// PrincipalHeader is the header a gateway names the principal in
+	// (header auth), allowed in CORS requests.
+	PrincipalHeader string
 	// WriteTimeout bounds writing one SSE event (and the drain of what is
 	// queued when a stream ends) to a client that does not read; the
 	// stream is then dropped while its turn completes.
@@ -132,9 +134,7 @@ type Server struct {
 	renderer   *render.Renderer
 	ui         http.Handler
 	handler    http.Handler
-	// windows are the history windows of processors that read less than
-	// cfg.HistoryWindow.
-	windows map[string]int
+	engine     *turn.Engine
 	// storeErrLog limits the lines logged for an unreachable store.
 	storeErrLog   *logThrottle
 	rateLimit     *ratelimit.Limiter
@@ -172,7 +172,10 @@ func NewServer(d Deps) *Server {
 		s.renderer, _ = render.New(render.Options{})
 	}
 	s.cfg = s.cfg.withDefaults()
-	s.windows = s.processors.Windows(s.cfg.HistoryWindow)
+	s.engine = turn.New(turn.Deps{
+		Store: d.Store, Processors: d.Processors, Observer: s.metrics, Logger: s.log, EncodeError: encodeProblem,
+		Config: turn.Config{ElicitationTTL: s.cfg.ElicitationTTL, TurnTimeout: s.cfg.TurnTimeout, HistoryWindow: s.cfg.HistoryWindow},
+	})
 	s.handler = s.routes()
 	return s
 }
@@ -199,7 +202,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	s.observeError(r, p, err)
 	body, mErr := marshal(p)
 	if mErr != nil {
-		body = []byte(`{"type":"urn:chatd:problem:internal","title":"Internal error","status":500,"detail":"internal error","code":"internal"}`)
+		body = []byte(internalProblem)
 		p.Status = http.StatusInternalServerError
 	}
 	if challenge := s.auth.Challenge(); p.Status == http.StatusUnauthorized && challenge != "" {
@@ -229,3 +232,6 @@ func (s *Server) observeError(r *http.Request, p Problem, err error) {
 }
 
 const problemType = "application/problem+json"
+
+// internalProblem is written when a problem itself fails to encode.
+const internalProblem = `{"type":"urn:chatd:problem:internal","title":"Internal error","status":500,"detail":"internal error","code":"internal"}`
