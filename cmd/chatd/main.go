@@ -23,6 +23,7 @@ import (
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
+	"chatd/internal/ui"
 )
 
 func main() {
@@ -87,9 +88,15 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("configuration: CHATD_ENTITY_URL_TEMPLATE: %w", err)
 	}
+	var page api.UI
+	if cfg.UI {
+		if page, err = ui.New(ui.Options{EntityURLTemplate: cfg.EntityURLTemplate}); err != nil {
+			return fmt.Errorf("chat page: %w", err)
+		}
+	}
 	server := api.NewServer(api.Deps{
 		Store: st, Processors: registry, Auth: auth, Logger: logger, Metrics: api.NewMetrics(),
-		Renderer: renderer,
+		Renderer: renderer, UI: page,
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,

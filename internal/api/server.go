@@ -41,6 +41,12 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// UI is a web page served beside the API: GET on each of its Paths.
+type UI interface {
+	http.Handler
+	Paths() []string
+}
+
 // Config holds the API's tunables; cmd/chatd fills it from the environment.
 type Config struct {
 	ElicitationTTL time.Duration
@@ -101,7 +107,7 @@ type Deps struct {
 	// without an entity URL template.
 	Renderer *render.Renderer
 	// UI serves the chat page at /; nil serves none.
-	UI http.Handler
+	UI UI
 }
 
 // Server is chatd's HTTP handler.
@@ -113,7 +119,7 @@ type Server struct {
 	metrics    *Metrics
 	cfg        Config
 	renderer   *render.Renderer
-	ui         http.Handler
+	ui         UI
 	handler    http.Handler
 	// windows are the history windows of processors that read less than
 	// cfg.HistoryWindow.
