@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -16,33 +17,47 @@ import (
 
 // config is every CHATD_ variable; the README documents each one.
 type config struct {
-	Addr             string        `envconfig:"ADDR" default:"127.0.0.1:8080"`
-	RedisURL         string        `envconfig:"REDIS_URL"`
-	Processors       []string      `envconfig:"PROCESSORS" default:"demo,echo"`
-	DefaultProcessor string        `envconfig:"DEFAULT_PROCESSOR" default:"demo"`
-	AuthMode         string        `envconfig:"AUTH_MODE" default:"none"`
-	APIKeys          string        `envconfig:"API_KEYS"`
-	APIKeysFile      string        `envconfig:"API_KEYS_FILE"`
-	PrincipalHeader  string        `envconfig:"PRINCIPAL_HEADER" default:"X-Chatd-Principal"`
-	AllowAnonymous   bool          `envconfig:"ALLOW_ANONYMOUS" default:"false"`
-	ElicitationTTL   time.Duration `envconfig:"ELICITATION_TTL" default:"15m"`
-	ThreadTTL        time.Duration `envconfig:"THREAD_TTL" default:"720h"`
-	TurnTimeout      time.Duration `envconfig:"TURN_TIMEOUT" default:"60s"`
-	HistoryMax       int           `envconfig:"HISTORY_MAX" default:"1000"`
-	HistoryWindow    int           `envconfig:"HISTORY_WINDOW" default:"50"`
-	MaxBodyBytes     int64         `envconfig:"MAX_BODY_BYTES" default:"1048576"`
-	HeartbeatEvery   time.Duration `envconfig:"SSE_HEARTBEAT" default:"15s"`
-	ShutdownTimeout  time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"70s"`
+	Addr     string `envconfig:"ADDR" default:"127.0.0.1:8080"`
+	RedisURL string `envconfig:"REDIS_URL"`
+	// Replication (SPEC §17): a write is acknowledged once this many
+	// replicas have it, waiting at most RedisWaitTimeout.
+	RedisWaitReplicas int           `envconfig:"REDIS_WAIT_REPLICAS" default:"0"`
+	RedisWaitTimeout  time.Duration `envconfig:"REDIS_WAIT_TIMEOUT" default:"1s"`
+	Processors        []string      `envconfig:"PROCESSORS" default:"demo,echo"`
+	DefaultProcessor  string        `envconfig:"DEFAULT_PROCESSOR" default:"demo"`
+	AuthMode          string        `envconfig:"AUTH_MODE" default:"none"`
+	APIKeys           string        `envconfig:"API_KEYS"`
+	APIKeysFile       string        `envconfig:"API_KEYS_FILE"`
+	PrincipalHeader   string        `envconfig:"PRINCIPAL_HEADER" default:"X-Chatd-Principal"`
+	AllowAnonymous    bool          `envconfig:"ALLOW_ANONYMOUS" default:"false"`
+	ElicitationTTL    time.Duration `envconfig:"ELICITATION_TTL" default:"15m"`
+	ThreadTTL         time.Duration `envconfig:"THREAD_TTL" default:"720h"`
+	TurnTimeout       time.Duration `envconfig:"TURN_TIMEOUT" default:"60s"`
+	HistoryMax        int           `envconfig:"HISTORY_MAX" default:"1000"`
+	HistoryWindow     int           `envconfig:"HISTORY_WINDOW" default:"50"`
+	MaxBodyBytes      int64         `envconfig:"MAX_BODY_BYTES" default:"1048576"`
+	HeartbeatEvery    time.Duration `envconfig:"SSE_HEARTBEAT" default:"15s"`
+	TurnEventsTTL     time.Duration `envconfig:"TURN_EVENTS_TTL" default:"10m"`
+	CORSOrigins       []string      `envconfig:"CORS_ORIGINS"`
+	ShutdownTimeout   time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"70s"`
 	// Connection timeouts (SPEC §11): headers, the whole body, one response
 	// or one SSE event, an idle keep-alive connection.
 	ReadHeaderTimeout time.Duration `envconfig:"READ_HEADER_TIMEOUT" default:"10s"`
 	ReadTimeout       time.Duration `envconfig:"READ_TIMEOUT" default:"30s"`
 	WriteTimeout      time.Duration `envconfig:"WRITE_TIMEOUT" default:"30s"`
 	IdleTimeout       time.Duration `envconfig:"IDLE_TIMEOUT" default:"120s"`
-	LogLevel          string        `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat         string        `envconfig:"LOG_FORMAT" default:"json"`
-	UI                bool          `envconfig:"UI" default:"true"`
-	EntityURLTemplate string        `envconfig:"ENTITY_URL_TEMPLATE"`
+	// Limits (SPEC §11).
+	MaxBlocks         int    `envconfig:"MAX_BLOCKS" default:"256"`
+	MaxJSONDepth      int    `envconfig:"MAX_JSON_DEPTH" default:"64"`
+	HistoryMaxBytes   int64  `envconfig:"HISTORY_MAX_BYTES" default:"16777216"`
+	MemoryMaxBytes    int64  `envconfig:"MEMORY_MAX_BYTES" default:"268435456"`
+	LogLevel          string `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat         string `envconfig:"LOG_FORMAT" default:"json"`
+	UI                bool   `envconfig:"UI" default:"true"`
+	EntityURLTemplate string `envconfig:"ENTITY_URL_TEMPLATE"`
+
+	// The agents (CHATD_AGENT_*, CHATD_AGENTS_FILE), in agents.go.
+	AgentSettings
 }
 
 // loadConfig reads the CHATD_ variables and checks them. envconfig reads the
@@ -91,9 +106,20 @@ func (c config) validate() error {
 	check(c.WriteTimeout >= time.Millisecond, "CHATD_WRITE_TIMEOUT must be at least 1ms")
 	check(c.IdleTimeout >= time.Millisecond, "CHATD_IDLE_TIMEOUT must be at least 1ms")
 	check(c.HeartbeatEvery >= 0, "CHATD_SSE_HEARTBEAT must not be negative (0 disables it)")
+	check(c.TurnEventsTTL >= time.Millisecond, "CHATD_TURN_EVENTS_TTL must be at least 1ms")
+	for _, origin := range c.CORSOrigins {
+		check(validOrigin(strings.TrimSpace(origin)),
+			"CHATD_CORS_ORIGINS: %q is not an origin: want scheme://host[:port] with no path, or *", origin)
+	}
 	check(c.HistoryMax >= 1, "CHATD_HISTORY_MAX must be at least 1")
+	check(c.RedisWaitReplicas >= 0, "CHATD_REDIS_WAIT_REPLICAS must not be negative")
+	check(c.RedisWaitTimeout >= time.Millisecond, "CHATD_REDIS_WAIT_TIMEOUT must be at least 1ms")
 	check(c.HistoryWindow >= 0, "CHATD_HISTORY_WINDOW must not be negative")
 	check(c.MaxBodyBytes >= 1, "CHATD_MAX_BODY_BYTES must be at least 1")
+	check(c.MaxBlocks >= 1, "CHATD_MAX_BLOCKS must be at least 1")
+	check(c.MaxJSONDepth >= 2, "CHATD_MAX_JSON_DEPTH must be at least 2 (a turn's body nests two levels)")
+	check(c.HistoryMaxBytes >= 1, "CHATD_HISTORY_MAX_BYTES must be at least 1")
+	check(c.MemoryMaxBytes >= 1, "CHATD_MEMORY_MAX_BYTES must be at least 1")
 	switch c.AuthMode {
 	case "none":
 		check(addrErr != nil || isLoopback(c.Addr) || c.AllowAnonymous,
@@ -174,4 +200,15 @@ func (c config) apiKeys() ([]api.APIKey, error) {
 		return nil, errors.New("CHATD_AUTH_MODE=apikey needs keys in CHATD_API_KEYS or CHATD_API_KEYS_FILE")
 	}
 	return keys, nil
+}
+
+// validOrigin reports whether s is "*" or an origin as browsers send it:
+// scheme://host[:port], nothing more.
+func validOrigin(s string) bool {
+	if s == "*" {
+		return true
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.Path == "" && u.RawQuery == "" && u.Fragment == "" && u.User == nil
 }

@@ -17,9 +17,6 @@ import (
 	"time"
 
 	"chatd/internal/api"
-	"chatd/internal/processor"
-	"chatd/internal/processor/demo"
-	"chatd/internal/processor/echo"
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
@@ -59,7 +56,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	registry, err := newRegistry(cfg)
+	registry, err := newRegistry(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -100,6 +97,8 @@ func run(ctx context.Context, logOut io.Writer) error {
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,
+			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth,
+			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: principalHeader(cfg),
 		},
 	})
 	httpServer := serve.New(server, serve.Timeouts{
@@ -151,35 +150,6 @@ func newLogger(cfg config, out io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(out, opts)), nil
 }
 
-// builtin returns the processor chatd ships under name; CHATD_PROCESSORS
-// picks from them. Register a new processor here.
-func builtin(name string) (processor.Processor, bool) {
-	switch name {
-	case "demo":
-		return demo.New(), true
-	case "echo":
-		return echo.New(), true
-	}
-	return nil, false
-}
-
-func newRegistry(cfg config) (*processor.Registry, error) {
-	enabled := map[string]processor.Processor{}
-	for _, name := range cfg.Processors {
-		name = strings.TrimSpace(name)
-		p, ok := builtin(name)
-		if !ok {
-			return nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q (built-ins: demo, echo)", name)
-		}
-		enabled[name] = p
-	}
-	reg, err := processor.NewRegistry(enabled, cfg.DefaultProcessor)
-	if err != nil {
-		return nil, fmt.Errorf("CHATD_PROCESSORS, CHATD_DEFAULT_PROCESSOR: %w", err)
-	}
-	return reg, nil
-}
-
 func newAuth(cfg config) (api.Authenticator, error) {
 	switch cfg.AuthMode {
 	case "apikey":
@@ -196,7 +166,9 @@ func newAuth(cfg config) (api.Authenticator, error) {
 }
 
 func newStore(cfg config) (closingStore, error) {
-	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour}
+	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour,
+		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes, TurnEventsTTL: cfg.TurnEventsTTL,
+		WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout}
 	if cfg.RedisURL == "" {
 		return store.NewMemory(opts), nil
 	}
@@ -205,4 +177,24 @@ func newStore(cfg config) (closingStore, error) {
 		return nil, fmt.Errorf("CHATD_REDIS_URL: %w", err)
 	}
 	return st, nil
+}
+
+// trimAll trims each of a list variable's items.
+func trimAll(items []string) []string {
+	out := make([]string, 0, len(items))
+	for _, item := range items {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// principalHeader is the header browsers may send the principal in: only in
+// header auth mode.
+func principalHeader(cfg config) string {
+	if cfg.AuthMode == "header" {
+		return cfg.PrincipalHeader
+	}
+	return ""
 }

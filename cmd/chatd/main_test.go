@@ -242,6 +242,8 @@ func TestRunFailsOnBadConfiguration(t *testing.T) {
 		"apikey without keys":     {"CHATD_AUTH_MODE": "apikey"},
 		"malformed key entry":     {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS": "alice"},
 		"unparseable redis url":   {"CHATD_REDIS_URL": "http://nowhere"},
+		"negative wait replicas":  {"CHATD_REDIS_WAIT_REPLICAS": "-1"},
+		"wait beyond read":        {"CHATD_REDIS_URL": "redis://127.0.0.1:1/0", "CHATD_REDIS_WAIT_REPLICAS": "1", "CHATD_REDIS_WAIT_TIMEOUT": "5s"},
 		"unparseable log level":   {"CHATD_LOG_LEVEL": "loud"},
 		"missing api keys file":   {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS_FILE": "/nonexistent/keys"},
 		"one key, two principals": {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS": "alice:k1,bob:k1"},

@@ -10,6 +10,7 @@ import (
 
 	"chatd/internal/blocks"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // Problem is an RFC 9457 problem detail with chatd's stable code. Elicitation
@@ -64,6 +65,10 @@ var sentinels = []struct {
 	{store.ErrElicitationExpired, http.StatusGone, "elicitation_expired", "this elicitation expired before it was answered"},
 	{store.ErrUnknownCursor, http.StatusBadRequest, "invalid_request", "before: no such message in this thread"},
 	{store.ErrUnavailable, http.StatusServiceUnavailable, "store_unavailable", "the store is unavailable; retry shortly"},
+	{store.ErrLockLost, http.StatusServiceUnavailable, "store_unavailable", "the turn lost its hold on the thread before it could be saved; nothing was saved, retry"},
+	{store.ErrTurnNotFound, http.StatusNotFound, "not_found", "turn not found, or its events have expired"},
+	{turn.ErrIdempotencyConflict, http.StatusUnprocessableEntity, "idempotency_conflict", "Idempotency-Key was already used with a different request body"},
+	{store.ErrFull, http.StatusInsufficientStorage, "store_full", "the server's store is full; no new threads or turns until space is freed"},
 }
 
 var titles = map[string]string{
@@ -83,6 +88,8 @@ var titles = map[string]string{
 	"processor_failed":       "Processor failed",
 	"internal":               "Internal error",
 	"method_not_allowed":     "Method not allowed",
+	"request_timeout":        "Request timeout",
+	"store_full":             "Store full",
 }
 
 // problemFor turns any error into the problem the client sees.
@@ -91,7 +98,10 @@ func problemFor(err error) Problem {
 	var apiErr *Error
 	var verr *blocks.ValidationError
 	var pending *store.PendingError
+	var procErr *turn.ProcessorError
 	switch {
+	case errors.As(err, &procErr):
+		p = Problem{Status: http.StatusBadGateway, Code: "processor_failed", Detail: procErr.Detail}
 	case errors.As(err, &apiErr):
 		p = Problem{Status: apiErr.Status, Code: apiErr.Code, Detail: apiErr.Detail}
 		if errors.As(apiErr.Err, &verr) {

@@ -25,11 +25,12 @@ func FuzzParseTurnRequest(f *testing.F) {
 		`[]`,
 		`null`,
 		`{"message":"x","content_blocks":[{"type":"resource","resource":{"uri":"u","text":"t","blob":"aGk="}}]}`,
+		`{"message":"x","content_blocks":[{},{},{},{},{},{},{},{},{}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		msg, err := parseTurnRequest(body)
+		msg, err := parseTurnRequest(body, 8)
 		if err != nil {
 			p := problemFor(err)
 			if p.Status != http.StatusBadRequest && p.Status != http.StatusUnprocessableEntity {

@@ -10,7 +10,9 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,9 +55,15 @@ type storeKind string
 const (
 	memoryStore storeKind = "memory"
 	redisStore  storeKind = "redis"
+	// clusterStore and sentinelStore are one Cluster (three masters with a
+	// replica each) and one Sentinel set-up shared by the whole package:
+	// starting one per test would cost seconds each. Tests keep apart by
+	// their threads' random IDs.
+	clusterStore  storeKind = "cluster"
+	sentinelStore storeKind = "sentinel"
 )
 
-var storeKinds = []storeKind{memoryStore, redisStore}
+var storeKinds = []storeKind{memoryStore, redisStore, clusterStore, sentinelStore}
 
 // forEachStore runs fn as a subtest per store implementation.
 func forEachStore(t *testing.T, fn func(t *testing.T, kind storeKind)) {
@@ -82,6 +90,10 @@ func newTestStore(tb testing.TB, kind storeKind) api.Store {
 		return st
 	case redisStore:
 		return newTestRedisStore(tb, redistest.Start(tb))
+	case clusterStore:
+		return newTestStoreAt(tb, sharedRedis.cluster(tb).URL())
+	case sentinelStore:
+		return newTestStoreAt(tb, sharedRedis.sentinel(tb).URL())
 	}
 	tb.Fatalf("unknown store kind %q", kind)
 	return nil
@@ -91,10 +103,96 @@ func newTestStore(tb testing.TB, kind storeKind) api.Store {
 // ends; two of them on one server behave like two chatd instances.
 func newTestRedisStore(tb testing.TB, srv *redistest.Server) api.Store {
 	tb.Helper()
-	st, err := store.OpenRedis(srv.URL(), testStoreOpts)
+	return newTestStoreAt(tb, srv.URL())
+}
+
+// newTestStoreAt opens a store with its own client on the Redis that url
+// names, closed when tb ends.
+func newTestStoreAt(tb testing.TB, url string) api.Store {
+	tb.Helper()
+	st, err := store.OpenRedis(url, testStoreOpts)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = st.Close() })
 	return st
+}
+
+// sharedRedis holds the package's shared Cluster and Sentinel set-ups,
+// started by the first test that needs each and stopped by TestMain.
+var sharedRedis sharedSetups
+
+type sharedSetups struct {
+	mu   sync.Mutex
+	c    *redistest.Cluster
+	s    *redistest.Sentinel
+	errs map[string]error
+}
+
+func (sh *sharedSetups) cluster(tb testing.TB) *redistest.Cluster {
+	tb.Helper()
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.c == nil && sh.errs["cluster"] == nil {
+		// Not tb's context: the set-up outlives the test that starts it.
+		c, err := redistest.LaunchCluster(context.Background(), redistest.ClusterOptions{Bin: mustRedisServer(tb)})
+		sh.c = c
+		sh.setErr("cluster", err)
+	}
+	if err := sh.errs["cluster"]; err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	return sh.c
+}
+
+func (sh *sharedSetups) sentinel(tb testing.TB) *redistest.Sentinel {
+	tb.Helper()
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.s == nil && sh.errs["sentinel"] == nil {
+		s, err := redistest.LaunchSentinel(context.Background(), redistest.SentinelOptions{Bin: mustRedisServer(tb)})
+		sh.s = s
+		sh.setErr("sentinel", err)
+	}
+	if err := sh.errs["sentinel"]; err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	return sh.s
+}
+
+// setErr remembers a failed start, so the tests after it fail at once
+// instead of each trying again.
+func (sh *sharedSetups) setErr(what string, err error) {
+	if err == nil {
+		return
+	}
+	if sh.errs == nil {
+		sh.errs = map[string]error{}
+	}
+	sh.errs[what] = err
+}
+
+func (sh *sharedSetups) stop() {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.c != nil {
+		sh.c.Stop()
+	}
+	if sh.s != nil {
+		sh.s.Stop()
+	}
+}
+
+// mustRedisServer returns the redis-server binary, skipping the test when
+// there is none (failing it under CI=true), as redistest.Start does.
+func mustRedisServer(tb testing.TB) string {
+	tb.Helper()
+	bin, err := redistest.FindServer(tb.Context(), "")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("redistest: %v", err)
+		}
+		tb.Skipf("redistest: %v (set CI=true to make this a failure)", err)
+	}
+	return bin
 }
 
 // countingProcessor counts the turns a processor runs, so a test can tell a

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"chatd/internal/blocks"
 )
 
 // writeJSON encodes v into a buffer first, so a failed encode never leaves a
@@ -30,23 +32,16 @@ func writeBody(w http.ResponseWriter, status int, contentType string, body []byt
 	_, _ = w.Write(body)
 }
 
-// marshal encodes v compactly without HTML escaping (chat text is full of
-// <, > and &, and escaping them only obscures it).
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// marshal encodes v as chatd writes every JSON body.
+func marshal(v any) ([]byte, error) { return blocks.Marshal(v) }
 
 const jsonType = "application/json"
 
-// readBody reads a JSON request body, bounded by limit. An empty body is
-// returned as nil when allowEmpty; otherwise the content type must be JSON.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bool) ([]byte, error) {
+// readBody reads a JSON request body, bounded by CHATD_MAX_BODY_BYTES and
+// CHATD_MAX_JSON_DEPTH. An empty body is returned as nil when allowEmpty;
+// otherwise the content type must be JSON.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) ([]byte, error) {
+	limit := s.cfg.MaxBodyBytes
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -64,6 +59,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bo
 		return nil, nil
 	}
 	if err := requireJSON(r); err != nil {
+		return nil, err
+	}
+	if err := checkDepth(body, s.cfg.MaxJSONDepth); err != nil {
 		return nil, err
 	}
 	return body, nil

@@ -13,28 +13,24 @@ import (
 	"chatd/internal/processor"
 	"chatd/internal/render"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // Store is what the API needs from persistence; internal/store's Memory and
-// Redis both provide it. Errors are store's sentinels, wrapped.
+// Redis both provide it. Errors are store's sentinels, wrapped. Turns go
+// through internal/turn, which declares what it needs of the same store.
 type Store interface {
+	turn.Store
 	// CreateThread persists a new thread.
 	CreateThread(ctx context.Context, t store.Thread) error
-	// GetThread returns the principal's thread and its pending elicitation
-	// (nil when none); store.ErrNotFound for another principal's thread.
-	GetThread(ctx context.Context, threadID, principal string) (store.Thread, *store.Pending, error)
 	// DeleteThread removes the thread and everything it holds; store.ErrNotFound.
 	DeleteThread(ctx context.Context, threadID, principal string) error
-	// BeginTurn locks the thread for a plain turn: store.ErrNotFound,
-	// ErrBusy, or a *store.PendingError; an idempotent replay takes no lock.
-	BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnStart, error)
-	// BeginResume claims the pending elicitation and locks the thread:
-	// store.ErrNotFound, ErrBusy, ErrElicitationNotFound / Consumed / Expired.
-	BeginResume(ctx context.Context, b store.BeginResume) (store.TurnStart, error)
-	// CommitTurn writes a turn and releases its lock: store.ErrLockLost, ErrNotFound.
-	CommitTurn(ctx context.Context, c store.Commit) error
-	// Release aborts a begun turn, writing nothing: store.ErrLockLost.
-	Release(ctx context.Context, threadID, lockToken string) error
+	// UpdateThread patches a thread's title and metadata: store.ErrNotFound,
+	// ErrMetadataTooLarge.
+	UpdateThread(ctx context.Context, threadID, principal string, patch store.ThreadPatch) (store.Thread, error)
+	// ListThreads returns a page of the principal's threads, most recently
+	// updated first: store.ErrUnknownCursor.
+	ListThreads(ctx context.Context, principal string, limit int, cursor string) (store.ThreadList, error)
 	// History returns a page of messages: store.ErrNotFound, ErrUnknownCursor.
 	History(ctx context.Context, threadID, principal string, limit int, before string) (store.Page, error)
 	// Ping reports whether the store is reachable: store.ErrUnavailable.
@@ -53,9 +49,19 @@ type Config struct {
 	TurnTimeout    time.Duration
 	HistoryWindow  int
 	MaxBodyBytes   int64
+	// MaxBlocks caps the content blocks of one message (422 beyond).
+	MaxBlocks int
+	// MaxJSONDepth caps the nesting of any request body (400 beyond).
+	MaxJSONDepth int
 	// HeartbeatInterval spaces the comment heartbeats of idle streams; a
 	// negative value disables them.
 	HeartbeatInterval time.Duration
+	// CORSOrigins are the origins browsers may call chatd from: exact
+	// origins, or "*" for any; empty turns CORS off.
+	CORSOrigins []string
+	// PrincipalHeader is the header a gateway names the principal in
+	// (header auth), allowed in CORS requests.
+	PrincipalHeader string
 	// WriteTimeout bounds writing one SSE event (and the drain of what is
 	// queued when a stream ends) to a client that does not read; the
 	// stream is then dropped while its turn completes.
@@ -68,6 +74,8 @@ var DefaultConfig = Config{
 	TurnTimeout:       60 * time.Second,
 	HistoryWindow:     50,
 	MaxBodyBytes:      1 << 20,
+	MaxBlocks:         256,
+	MaxJSONDepth:      64,
 	HeartbeatInterval: 15 * time.Second,
 	WriteTimeout:      30 * time.Second,
 }
@@ -85,6 +93,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.MaxBlocks <= 0 {
+		c.MaxBlocks = d.MaxBlocks
+	}
+	if c.MaxJSONDepth <= 0 {
+		c.MaxJSONDepth = d.MaxJSONDepth
 	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = d.HeartbeatInterval
@@ -121,9 +135,7 @@ type Server struct {
 	renderer   *render.Renderer
 	ui         UI
 	handler    http.Handler
-	// windows are the history windows of processors that read less than
-	// cfg.HistoryWindow.
-	windows map[string]int
+	engine     *turn.Engine
 	// storeErrLog limits the lines logged for an unreachable store.
 	storeErrLog *logThrottle
 }
@@ -157,7 +169,10 @@ func NewServer(d Deps) *Server {
 		s.renderer, _ = render.New(render.Options{})
 	}
 	s.cfg = s.cfg.withDefaults()
-	s.windows = s.processors.Windows(s.cfg.HistoryWindow)
+	s.engine = turn.New(turn.Deps{
+		Store: d.Store, Processors: d.Processors, Observer: s.metrics, Logger: s.log, EncodeError: encodeProblem,
+		Config: turn.Config{ElicitationTTL: s.cfg.ElicitationTTL, TurnTimeout: s.cfg.TurnTimeout, HistoryWindow: s.cfg.HistoryWindow},
+	})
 	s.handler = s.routes()
 	return s
 }
@@ -184,7 +199,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	s.observeError(r, p, err)
 	body, mErr := marshal(p)
 	if mErr != nil {
-		body = []byte(`{"type":"urn:chatd:problem:internal","title":"Internal error","status":500,"detail":"internal error","code":"internal"}`)
+		body = []byte(internalProblem)
 		p.Status = http.StatusInternalServerError
 	}
 	if challenge := s.auth.Challenge(); p.Status == http.StatusUnauthorized && challenge != "" {
@@ -214,3 +229,6 @@ func (s *Server) observeError(r *http.Request, p Problem, err error) {
 }
 
 const problemType = "application/problem+json"
+
+// internalProblem is written when a problem itself fails to encode.
+const internalProblem = `{"type":"urn:chatd:problem:internal","title":"Internal error","status":500,"detail":"internal error","code":"internal"}`

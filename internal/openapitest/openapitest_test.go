@@ -107,6 +107,7 @@ func completedTurn() map[string]any {
 	meta := map[string]any{"drupal.org/ai.citations": []any{map[string]any{"index": 1}}}
 	return map[string]any{
 		"thread_id":    threadID,
+		"turn_id":      "0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a0f",
 		"status":       "completed",
 		"user_message": userMessage(),
 		"message": map[string]any{
@@ -174,6 +175,9 @@ func thread() map[string]any {
 		"processor":           "echo",
 		"created_at":          "2025-06-01T10:00:00Z",
 		"updated_at":          "2025-06-01T10:00:00Z",
+		"title":               nil,
+		"metadata":            map[string]any{},
+		"running_turn":        nil,
 		"pending_elicitation": nil,
 		"pending_expires_at":  nil,
 	}
@@ -257,8 +261,11 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 		public       bool
 	}{
 		{"GET", "/v1/processors", []string{"200", "401", "500"}, false},
+		{"GET", "/v1/threads", []string{"200", "400", "401", "500", "503"}, false},
 		{"POST", "/v1/threads", []string{"201", "400", "401", "413", "415", "422", "500", "503"}, false},
 		{"GET", "/v1/threads/{thread_id}", []string{"200", "401", "404", "500", "503"}, false},
+		{"PATCH", "/v1/threads/{thread_id}", []string{"200", "400", "401", "404", "413", "415", "422", "500", "503"}, false},
+		{"GET", "/v1/threads/{thread_id}/turns/{turn_id}/events", []string{"200", "400", "401", "404", "500", "503"}, false},
 		{"DELETE", "/v1/threads/{thread_id}", []string{"204", "401", "404", "500", "503"}, false},
 		{"POST", "/v1/threads/{thread_id}/turns", []string{"200", "400", "401", "404", "409", "413", "415", "422", "500", "502", "503"}, false},
 		{"GET", "/v1/threads/{thread_id}/messages", []string{"200", "400", "401", "404", "500", "503"}, false},
@@ -402,7 +409,7 @@ func TestValidateResponse(t *testing.T) {
 			resp: jsonResponse(200, completedTurn())},
 		{name: "unknown route answered 200", method: "GET", path: "/v2/nothing", wantFailure: "must be 404",
 			resp: jsonResponse(200, map[string]any{})},
-		{name: "wrong method answered with a bad problem", method: "PATCH", path: "/v1/threads/" + threadID, wantFailure: "MethodNotAllowed",
+		{name: "wrong method answered with a bad problem", method: "PUT", path: "/v1/threads/" + threadID, wantFailure: "MethodNotAllowed",
 			resp: problemResponse(problem(405, "not_found"))},
 		{name: "healthz not ok", method: "GET", path: "/healthz", wantFailure: "status",
 			resp: jsonResponse(200, map[string]any{"status": "degraded"})},
@@ -447,7 +454,7 @@ func TestValidateEvent(t *testing.T) {
 		event, data string
 		wantFailure string
 	}{
-		{event: "message.start", data: `{"thread_id":"` + threadID + `","message_id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a11"}`},
+		{event: "message.start", data: `{"thread_id":"` + threadID + `","turn_id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a0f","message_id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a11","user_message_id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10"}`},
 		{event: "text.delta", data: `{"delta":"Hel"}`},
 		{event: "text.delta", data: `{"delta":"","_meta":{"example.com/app.tokens":3}}`},
 		{event: "turn.completed", data: string(turn)},

@@ -97,6 +97,25 @@ type Pause struct {
 	State   []byte
 }
 
+// Error is a processor failure whose Detail is safe to show the client: chatd
+// answers 502 processor_failed with Detail instead of its generic detail, and
+// logs Err. A processor returns one when the client can act on the reason —
+// "the model answered 429 Too Many Requests" — without learning internals
+// such as addresses or credentials.
+type Error struct {
+	Detail string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return e.Detail
+	}
+	return e.Detail + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
 // Registry holds the processors enabled at startup, by name.
 type Registry struct {
 	byName      map[string]Processor

@@ -1,13 +1,15 @@
 // Package redistest starts throwaway redis-server processes: each on a free
 // loopback port, without persistence, in a directory of its own. Tests use
-// Start (a plain server) and StartCluster (a one-node Cluster), which stop
-// the server when the test ends; programs such as the load benchmark use
-// Launch and stop the Process themselves. Nobody touches a Redis they did
-// not start.
+// Start (a plain server), StartCluster (a Cluster of three masters with a
+// replica each) and StartSentinel (a master, its replica and three
+// Sentinels), which stop everything when the test ends; programs such as the
+// load benchmark, and tests that share one set-up or kill its nodes, use
+// Launch, LaunchCluster and LaunchSentinel and stop what they started
+// themselves. Nobody touches a Redis they did not start.
 //
-// FindServer picks the redis-server binary. When redis-server is not on PATH
-// it installs it with apt-get if running as root on a system that has it.
-// When that fails, Start and StartCluster skip the test — except when the
+// All of them run the same redis-server binary. FindServer picks it. When
+// redis-server is not on PATH it installs it with apt-get if running as root
+// on a system that has it. When that fails, the Start functions skip the test — except when the
 // environment has CI=true, where a missing Redis fails the test, so Redis
 // tests are never silently skipped in CI.
 //
@@ -104,16 +106,29 @@ type Options struct {
 	// slots: a one-node Cluster, so a ClusterClient, with its slot routing
 	// and CROSSSLOT checks, can run against a real server.
 	Cluster bool
+	// Args are more redis-server arguments ("--name", "value", …), after
+	// chatd's own; a later argument overrides an earlier one.
+	Args []string
+
+	// clusterNode starts the server in cluster mode without assigning it
+	// slots: a member of a Cluster that LaunchCluster builds.
+	clusterNode bool
+	// sentinelOf, when set, starts a Sentinel instead of a server,
+	// monitoring the master of that name (sentinelSpec).
+	sentinel *sentinelSpec
 }
 
 // Process is a redis-server started by Launch. Stop and Restart must not
 // run at the same time.
 type Process struct {
-	bin     string
-	ownDir  bool // dir is a temporary directory made for the server
-	cluster bool
-	port    int
-	busPort int // cluster bus port, when cluster
+	bin         string
+	ownDir      bool // dir is a temporary directory made for the server
+	cluster     bool // a one-node Cluster serving every slot
+	clusterNode bool // in cluster mode: cluster or a Cluster member
+	sentinel    *sentinelSpec
+	args        []string
+	port        int
+	busPort     int // cluster bus port, when in cluster mode
 
 	mu  sync.Mutex
 	dir string
@@ -136,7 +151,8 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{bin: bin, dir: opts.Dir, ownDir: opts.Dir == "", cluster: opts.Cluster}
+	p := &Process{bin: bin, dir: opts.Dir, ownDir: opts.Dir == "", cluster: opts.Cluster,
+		clusterNode: opts.Cluster || opts.clusterNode, sentinel: opts.sentinel, args: opts.Args}
 	var lastErr error
 	for range launchAttempts {
 		if p.port, err = freePort(); err != nil {
@@ -155,6 +171,9 @@ func Launch(ctx context.Context, opts Options) (*Process, error) {
 
 // Addr returns the server's host:port.
 func (p *Process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
+
+// Port returns the server's port.
+func (p *Process) Port() int { return p.port }
 
 // Dir returns the server's working directory, "" once Stop has removed a
 // temporary one.
@@ -178,9 +197,23 @@ func (p *Process) Stop() {
 	p.removeDir()
 }
 
-// Restart starts the server again on the same port, after Stop.
+// Kill kills the server with SIGKILL, as a crash would, and waits for it to
+// exit. Unlike Stop it keeps the directory, so a Cluster member restarted
+// with Restart keeps its identity (nodes.conf).
+func (p *Process) Kill() {
+	p.mu.Lock()
+	r := p.run
+	p.run = nil
+	p.mu.Unlock()
+	if r != nil {
+		_ = r.cmd.Process.Kill()
+		<-r.done
+	}
+}
+
+// Restart starts the server again on the same port, after Stop or Kill.
 func (p *Process) Restart(ctx context.Context) error {
-	p.Stop()
+	p.Kill()
 	// The port was ours a moment ago; something else may briefly hold it
 	// (or the old socket may linger), so retry for a while.
 	deadline := time.Now().Add(startTimeout)
@@ -234,7 +267,14 @@ func (p *Process) start(ctx context.Context) (err error) {
 		"--dir", p.Dir(),
 		"--daemonize", "no",
 	}
-	if p.cluster {
+	if p.sentinel != nil {
+		conf, err := p.sentinel.writeConfig(p.Dir())
+		if err != nil {
+			return err
+		}
+		args = append([]string{conf, "--sentinel"}, args...)
+	}
+	if p.clusterNode {
 		// The cluster bus needs a port of its own (by default port+10000,
 		// which may be taken or out of range); nodes.conf in dir keeps the
 		// slot assignment across Restart.
@@ -246,6 +286,7 @@ func (p *Process) start(ctx context.Context) (err error) {
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-port", strconv.Itoa(p.busPort))
 	}
+	args = append(args, p.args...)
 	log := &syncBuffer{}
 	cmd := exec.Command(p.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -339,18 +380,18 @@ type Server struct {
 // ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	return start(tb, false)
+	bin := mustFindServer(tb)
+	p, err := Launch(tb.Context(), Options{Bin: bin, Dir: tb.TempDir()})
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	tb.Cleanup(p.Stop)
+	return &Server{p: p}
 }
 
-// StartCluster starts a redis-server in cluster mode that alone serves all
-// 16384 slots: a one-node Cluster, so tests can run a ClusterClient, with its
-// slot routing and CROSSSLOT checks, against a real server.
-func StartCluster(tb testing.TB) *Server {
-	tb.Helper()
-	return start(tb, true)
-}
-
-func start(tb testing.TB, cluster bool) *Server {
+// mustFindServer returns the redis-server binary, skipping the test when
+// there is none — or failing it when the environment has CI=true.
+func mustFindServer(tb testing.TB) string {
 	tb.Helper()
 	bin, err := FindServer(tb.Context(), "")
 	if err != nil {
@@ -359,12 +400,7 @@ func start(tb testing.TB, cluster bool) *Server {
 		}
 		tb.Skipf("redistest: %v (set CI=true to make this a failure)", err)
 	}
-	p, err := Launch(tb.Context(), Options{Bin: bin, Dir: tb.TempDir(), Cluster: cluster})
-	if err != nil {
-		tb.Fatalf("redistest: %v", err)
-	}
-	tb.Cleanup(p.Stop)
-	return &Server{p: p}
+	return bin
 }
 
 // Addr returns the server's host:port.
@@ -422,42 +458,93 @@ func ping(ctx context.Context, addr string) error {
 	return nil
 }
 
-// command sends one command in the inline protocol (arguments must not
-// contain spaces) and returns its status or bulk-string reply.
+// command sends one command and returns its status or bulk-string reply.
 func command(ctx context.Context, addr string, args ...string) (string, error) {
+	reply, err := do(ctx, addr, args...)
+	if err != nil {
+		return "", err
+	}
+	s, ok := reply.(string)
+	if !ok {
+		return "", fmt.Errorf("%s: unexpected reply %v", args[0], reply)
+	}
+	return s, nil
+}
+
+// do sends one command and returns its reply: a string (status or bulk), an
+// int64, nil, or a []any of those; an error reply is returned as the error.
+func do(ctx context.Context, addr string, args ...string) (any, error) {
 	d := net.Dialer{Timeout: time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte(strings.Join(args, " ") + "\r\n")); err != nil {
-		return "", err
+	var req bytes.Buffer
+	fmt.Fprintf(&req, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&req, "$%d\r\n%s\r\n", len(a), a)
 	}
-	r := bufio.NewReader(conn)
+	if _, err := conn.Write(req.Bytes()); err != nil {
+		return nil, err
+	}
+	return readReply(bufio.NewReader(conn))
+}
+
+// readReply reads one RESP2 reply.
+func readReply(r *bufio.Reader) (any, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	line = strings.TrimRight(line, "\r\n")
-	switch {
-	case strings.HasPrefix(line, "+"):
+	if line == "" {
+		return nil, errors.New("empty reply line")
+	}
+	switch line[0] {
+	case '+':
 		return line[1:], nil
-	case strings.HasPrefix(line, "-"):
-		return "", errors.New(line[1:])
-	case strings.HasPrefix(line, "$"):
+	case '-':
+		return nil, errors.New(line[1:])
+	case ':':
+		return strconv.ParseInt(line[1:], 10, 64)
+	case '$':
 		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "", fmt.Errorf("unexpected reply %q", line)
+		if err != nil {
+			return nil, fmt.Errorf("unexpected reply %q", line)
+		}
+		if n < 0 {
+			return nil, nil
 		}
 		buf := make([]byte, n+2)
 		if _, err := io.ReadFull(r, buf); err != nil {
-			return "", err
+			return nil, err
 		}
 		return string(buf[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil {
+			return nil, fmt.Errorf("unexpected reply %q", line)
+		}
+		if n < 0 {
+			return nil, nil
+		}
+		out := make([]any, n)
+		for i := range out {
+			// An error inside an array is an element, not the reply's error.
+			v, err := readReply(r)
+			if err != nil && errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			if err != nil {
+				v = err
+			}
+			out[i] = v
+		}
+		return out, nil
 	}
-	return "", fmt.Errorf("unexpected reply %q", line)
+	return nil, fmt.Errorf("unexpected reply %q", line)
 }
 
 func lastLines(b []byte, n int) string {

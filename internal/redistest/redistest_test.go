@@ -106,19 +106,80 @@ func TestServersAreSeparate(t *testing.T) {
 }
 
 func TestStartCluster(t *testing.T) {
-	srv := redistest.StartCluster(t)
-	reply, err := mustPing(t, srv.Addr())
+	c := redistest.StartCluster(t)
+	require.Len(t, c.Nodes(), 6)
+	assert.Equal(t, "redis://"+strings.Join(c.Addrs(), ","), c.URL())
+	for i, p := range c.Nodes() {
+		info, err := send(t, p.Addr(), "CLUSTER INFO")
+		require.NoError(t, err)
+		assert.Contains(t, info, "cluster_state:ok")
+		assert.Contains(t, info, "cluster_known_nodes:6")
+		repl, err := send(t, p.Addr(), "INFO replication")
+		require.NoError(t, err)
+		if i < 3 {
+			assert.Contains(t, repl, "role:master")
+			assert.Contains(t, repl, "connected_slaves:1")
+		} else {
+			assert.Contains(t, repl, "role:slave")
+			assert.Contains(t, repl, "master_link_status:up")
+		}
+	}
+	// A key's master is one of the three masters.
+	m, err := c.MasterOf(t.Context(), "chatd:{x}:thread")
 	require.NoError(t, err)
-	assert.Equal(t, "+PONG", reply)
+	assert.Contains(t, c.Addrs()[:3], m.Addr())
 }
 
-func TestStartClusterRestart(t *testing.T) {
-	srv := redistest.StartCluster(t)
-	srv.Stop(t)
-	srv.Restart(t)
-	info, err := send(t, srv.Addr(), "CLUSTER INFO")
+// TestClusterFailover kills a master: its replica takes over, and the
+// killed node, restarted, comes back as the new master's replica.
+func TestClusterFailover(t *testing.T) {
+	c, err := redistest.LaunchCluster(t.Context(), redistest.ClusterOptions{Bin: mustFindServer(t), NodeTimeout: time.Second})
 	require.NoError(t, err)
-	assert.Contains(t, info, "cluster_state:ok", "nodes.conf keeps the slots across a restart")
+	t.Cleanup(c.Stop)
+	old, err := c.MasterOf(t.Context(), "k")
+	require.NoError(t, err)
+	old.Kill()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		m, err := c.MasterOf(t.Context(), "k")
+		require.NoError(ct, err)
+		assert.NotEqual(ct, old.Addr(), m.Addr())
+	}, 30*time.Second, 50*time.Millisecond)
+	require.NoError(t, old.Restart(t.Context()))
+	require.NoError(t, c.WaitHealthy(t.Context()))
+	repl, err := send(t, old.Addr(), "INFO replication")
+	require.NoError(t, err)
+	assert.Contains(t, repl, "role:slave")
+}
+
+func TestStartSentinel(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	assert.Equal(t, "redis://"+strings.Join(s.SentinelAddrs(), ",")+"/0?master_name="+redistest.MasterName, s.URL())
+	m, err := s.Master(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, s.Servers()[0].Addr(), m.Addr())
+	repl, err := send(t, s.Servers()[1].Addr(), "INFO replication")
+	require.NoError(t, err)
+	assert.Contains(t, repl, "master_link_status:up")
+}
+
+// TestSentinelFailover kills the master: the Sentinels promote the replica,
+// and the old master, back, is made its replica.
+func TestSentinelFailover(t *testing.T) {
+	s, err := redistest.LaunchSentinel(t.Context(), redistest.SentinelOptions{Bin: mustFindServer(t), DownAfter: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(s.Stop)
+	old, err := s.Master(t.Context())
+	require.NoError(t, err)
+	old.Kill()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		m, err := s.Master(t.Context())
+		require.NoError(ct, err)
+		assert.NotEqual(ct, old.Addr(), m.Addr())
+	}, 30*time.Second, 50*time.Millisecond)
+	require.NoError(t, s.Rejoin(t.Context(), old))
+	repl, err := send(t, old.Addr(), "INFO replication")
+	require.NoError(t, err)
+	assert.Contains(t, repl, "role:slave")
 }
 
 func TestLaunchStopRestart(t *testing.T) {

@@ -25,7 +25,7 @@ type contractStore interface {
 	BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnStart, error)
 	BeginResume(ctx context.Context, b store.BeginResume) (store.TurnStart, error)
 	CommitTurn(ctx context.Context, c store.Commit) error
-	Release(ctx context.Context, threadID, lockToken string) error
+	Release(ctx context.Context, r store.ReleaseTurn) error
 	History(ctx context.Context, threadID, principal string, limit int, before string) (store.Page, error)
 	Ping(ctx context.Context) error
 	Close() error
@@ -64,6 +64,7 @@ func runContract(t *testing.T, newStore newStoreFunc) {
 		{"Window", testWindow},
 		{"WindowByProcessor", testWindowByProcessor},
 		{"Trimming", testTrimming},
+		{"TrimmingBytes", testTrimmingBytes},
 		{"Paging", testPaging},
 		{"CursorMisuse", testCursorMisuse},
 		{"LockContention", testLockContention},
@@ -303,7 +304,7 @@ func testWindow(t *testing.T, newStore newStoreFunc) {
 
 	ts := mustBegin(t, st, th.ID, 5)
 	assert.Empty(t, ts.History, "window of an empty thread")
-	require.NoError(t, st.Release(context.Background(), th.ID, ts.LockToken))
+	require.NoError(t, st.Release(context.Background(), store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
 
 	msgs := mustAppend(t, st, th.ID, 7)
 	tests := []struct {
@@ -318,7 +319,9 @@ func testWindow(t *testing.T, newStore newStoreFunc) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.window), func(t *testing.T) {
 			ts := mustBegin(t, st, th.ID, tt.window)
-			defer func() { require.NoError(t, st.Release(context.Background(), th.ID, ts.LockToken)) }()
+			defer func() {
+				require.NoError(t, st.Release(context.Background(), store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
+			}()
 			assert.Equal(t, messageIDs(tt.want), messageIDs(mustDecode(t, ts.History)))
 			assert.Equal(t, messageTexts(tt.want), messageTexts(mustDecode(t, ts.History)))
 			assert.Equal(t, th.ID, ts.Thread.ID)
@@ -350,7 +353,7 @@ func testWindowByProcessor(t *testing.T, newStore newStoreFunc) {
 			ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 4, WindowByProcessor: tt.byProcessor})
 			require.NoError(t, err)
 			assert.Equal(t, messageIDs(tt.want), messageIDs(mustDecode(t, ts.History)))
-			require.NoError(t, st.Release(ctx, th.ID, ts.LockToken))
+			require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
 		})
 	}
 
@@ -520,7 +523,7 @@ func testLockExpiry(t *testing.T, newStore newStoreFunc) {
 		Pause: &stalePause, Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"},
 	})
 	assert.ErrorIs(t, err, store.ErrLockLost)
-	assert.ErrorIs(t, st.Release(ctx, th.ID, stale.LockToken), store.ErrLockLost)
+	assert.ErrorIs(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: stale.LockToken}), store.ErrLockLost)
 
 	// The stale commit wrote nothing, and did not disturb the fresh lock.
 	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: fresh.LockToken, Messages: newTestMessages(2, "fresh")}))
@@ -539,17 +542,17 @@ func testRelease(t *testing.T, newStore newStoreFunc) {
 	th := mustCreateThread(t, st)
 	ts := mustBegin(t, st, th.ID, 0)
 
-	require.NoError(t, st.Release(ctx, th.ID, ts.LockToken))
-	assert.ErrorIs(t, st.Release(ctx, th.ID, ts.LockToken), store.ErrLockLost)
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
+	assert.ErrorIs(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}), store.ErrLockLost)
 	assert.ErrorIs(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: ts.LockToken, Messages: newTestMessages(1, "x")}), store.ErrLockLost)
 	assert.Empty(t, mustHistoryAll(t, st, th.ID))
 
 	next := mustBegin(t, st, th.ID, 0)
-	assert.ErrorIs(t, st.Release(ctx, th.ID, "not-the-token"), store.ErrLockLost)
+	assert.ErrorIs(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: "not-the-token"}), store.ErrLockLost)
 	_, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL})
 	assert.ErrorIs(t, err, store.ErrBusy, "a wrong token does not release the lock")
-	require.NoError(t, st.Release(ctx, th.ID, next.LockToken))
-	assert.ErrorIs(t, st.Release(ctx, blocks.NewID(), next.LockToken), store.ErrLockLost)
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: next.LockToken}))
+	assert.ErrorIs(t, st.Release(ctx, store.ReleaseTurn{ThreadID: blocks.NewID(), LockToken: next.LockToken}), store.ErrLockLost)
 }
 
 func testIdempotency(t *testing.T, newStore newStoreFunc) {
@@ -584,7 +587,7 @@ func testIdempotency(t *testing.T, newStore newStoreFunc) {
 			if !tt.wantReplay {
 				assert.Nil(t, ts.Replay)
 				assert.NotEmpty(t, ts.LockToken)
-				require.NoError(t, st.Release(ctx, tt.threadID, ts.LockToken))
+				require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: tt.threadID, LockToken: ts.LockToken}))
 				return
 			}
 			assert.Equal(t, &rec, ts.Replay)
@@ -601,7 +604,7 @@ func testIdempotency(t *testing.T, newStore newStoreFunc) {
 	assert.Equal(t, &rec, ts.Replay)
 	_, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, IdempotencyKey: "key-3", LockTTL: lockTTL})
 	assert.ErrorIs(t, err, store.ErrBusy)
-	require.NoError(t, st.Release(ctx, th.ID, running.LockToken))
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: running.LockToken}))
 
 	// Another principal never reaches the record.
 	_, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: bob, IdempotencyKey: rec.Key, LockTTL: lockTTL})
@@ -629,7 +632,7 @@ func testIdempotencyExpiry(t *testing.T, newStore newStoreFunc) {
 		}
 		assert.Nil(c, ts.Replay)
 		if ts.LockToken != "" {
-			assert.NoError(c, st.Release(ctx, th.ID, ts.LockToken))
+			assert.NoError(c, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
 		}
 	}, 10*time.Second, 20*time.Millisecond)
 }
@@ -669,7 +672,7 @@ func testResumeOutcomes(t *testing.T, newStore newStoreFunc) {
 
 	// Releasing the claim (a failed processor, an invalid answer) leaves the
 	// question pending.
-	require.NoError(t, st.Release(ctx, th.ID, claim.LockToken))
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: claim.LockToken}))
 	_, pending, err = st.GetThread(ctx, th.ID, alice)
 	require.NoError(t, err)
 	assertSamePending(t, p, pending)
@@ -695,7 +698,7 @@ func testResumeOutcomes(t *testing.T, newStore newStoreFunc) {
 	claim, err = resume(next.ElicitationID)
 	require.NoError(t, err)
 	assertSamePending(t, next, claim.Pending)
-	require.NoError(t, st.Release(ctx, th.ID, claim.LockToken))
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: claim.LockToken}))
 }
 
 func testPendingExpiry(t *testing.T, newStore newStoreFunc) {
@@ -707,7 +710,7 @@ func testPendingExpiry(t *testing.T, newStore newStoreFunc) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL})
 		if assert.NoError(c, err) {
-			assert.NoError(c, st.Release(ctx, th.ID, ts.LockToken))
+			assert.NoError(c, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
 		}
 	}, 10*time.Second, 20*time.Millisecond)
 

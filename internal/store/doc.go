@@ -49,7 +49,8 @@
 //	chatd:{T}:thread        hash: owner, processor, created, updated (RFC 3339,
 //	                        nanoseconds), seq (last history position used),
 //	                        create_call, last_commit (call IDs of the
-//	                        create and of the latest commit)
+//	                        create and of the latest commit), bytes (size
+//	                        of msgdata's values, against HistoryMaxBytes)
 //	chatd:{T}:msgs          sorted set: message ID scored by history position
 //	chatd:{T}:msgdata       hash: message ID → message JSON
 //	chatd:{T}:pending       hash: id, data (JSON: request, base64 state,
@@ -110,7 +111,8 @@
 //
 // Errors that mean Redis cannot be reached or cannot serve (network errors,
 // timeouts, a closed pool, LOADING, CLUSTERDOWN, TRYAGAIN, MASTERDOWN,
-// READONLY, …) or refuses this client by configuration (NOAUTH, WRONGPASS,
+// READONLY, a MOVED or ASK still unresolved after the client's redirects,
+// …) or refuses this client by configuration (NOAUTH, WRONGPASS,
 // NOPERM: credentials or ACL) match ErrUnavailable with errors.Is and keep
 // their cause in the chain; a cancelled context does not. None of them is a
 // request's fault, so the API answers 503 and readiness fails rather than

@@ -18,6 +18,11 @@ type Memory struct {
 	mu        sync.Mutex
 	threads   map[string]*memThread
 	lastSweep time.Time
+	// owners indexes threads by owner, for ListThreads.
+	owners map[string]map[string]*memThread
+	// used is the footprint of every thread held, against
+	// opts.MemoryMaxBytes.
+	used int64
 }
 
 // memThread holds everything a thread owns, so deleting it drops all of it.
@@ -31,6 +36,8 @@ type memThread struct {
 	msgs  []encodedMessage
 	base  int
 	index map[string]int
+	// msgBytes is the size of msgs' JSON, against opts.HistoryMaxBytes.
+	msgBytes int64
 
 	pending    []byte // encoded pendingRecord; nil when none
 	pendingID  string
@@ -42,8 +49,59 @@ type memThread struct {
 	lockToken string
 	lockClaim string // elicitation ID a resume turn claimed, "" for a plain turn
 	lockExp   time.Time
+	// The turn holding the lock: its ID, start, and the idempotency field
+	// and request fingerprint it was begun with.
+	lockTurn        RunningTurn
+	lockIdem        string
+	lockFingerprint string
 
-	idem map[string]memIdempotency
+	idem      map[string]memIdempotency
+	idemBytes int64
+
+	turns map[string]*memTurnLog
+}
+
+// memTurnLog is a turn's event log. changed is closed and replaced on every
+// append, waking the readers waiting for more. Logs are not counted against
+// MemoryMaxBytes: each lives at most the turn timeout plus TurnEventsTTL.
+type memTurnLog struct {
+	events  []TurnEvent
+	expires time.Time
+	changed chan struct{}
+}
+
+// Fixed costs the footprint adds to the data itself: map and slice entries,
+// IDs and headers. They are estimates; what matters is that the count grows
+// with everything a client can make the store hold.
+const (
+	threadOverhead = 512
+	recordOverhead = 96
+)
+
+// footprint estimates the memory the thread holds.
+func (th *memThread) footprint() int64 {
+	return threadOverhead + th.msgBytes + int64(len(th.msgs))*recordOverhead +
+		int64(len(th.pending)) + th.idemBytes + int64(len(th.idem)+len(th.elicitations))*recordOverhead
+}
+
+// checkRoom refuses new data once the store holds MemoryMaxBytes; the
+// caller holds m.mu.
+func (m *Memory) checkRoom() error {
+	if m.used >= m.opts.MemoryMaxBytes {
+		return fmt.Errorf("store: %d of %d bytes used: %w", m.used, m.opts.MemoryMaxBytes, ErrFull)
+	}
+	return nil
+}
+
+// drop removes a thread; the caller holds m.mu.
+func (m *Memory) drop(id string, th *memThread) {
+	m.used -= th.footprint()
+	delete(m.threads, id)
+	owned := m.owners[th.thread.Owner]
+	delete(owned, id)
+	if len(owned) == 0 {
+		delete(m.owners, th.thread.Owner)
+	}
 }
 
 type memIdempotency struct {
@@ -62,6 +120,7 @@ func NewMemory(opts Options) *Memory {
 		opts:    withDefaults(opts),
 		now:     time.Now,
 		threads: make(map[string]*memThread),
+		owners:  make(map[string]map[string]*memThread),
 	}
 }
 
@@ -73,7 +132,7 @@ func (m *Memory) live(id string, now time.Time) *memThread {
 		return nil
 	}
 	if !now.Before(th.expires) {
-		delete(m.threads, id)
+		m.drop(id, th)
 		return nil
 	}
 	return th
@@ -131,16 +190,64 @@ func decodeAll(enc []encodedMessage) ([]blocks.Message, error) {
 	return out, nil
 }
 
-func (th *memThread) lock(ttl time.Duration, claim string, now time.Time) (string, error) {
+// lock takes the turn lock for turn and starts its event log, which lives
+// while the lock may be held and eventsTTL after.
+func (th *memThread) lock(ttl time.Duration, claim string, turn TurnBegin, idem string, eventsTTL time.Duration, now time.Time) (string, error) {
 	token, err := newLockToken()
 	if err != nil {
 		return "", err
 	}
 	th.lockToken, th.lockClaim, th.lockExp = token, claim, now.Add(ttl)
+	th.lockTurn = RunningTurn{ID: turn.ID, StartedAt: now.UTC().Truncate(time.Millisecond)}
+	th.lockIdem, th.lockFingerprint = idem, turn.Fingerprint
+	if turn.ID != "" {
+		th.sweepTurns(now)
+		log := &memTurnLog{expires: now.Add(ttl + eventsTTL), changed: make(chan struct{})}
+		if turn.Start.Name != "" {
+			log.events = append(log.events, turn.Start)
+		}
+		th.turns[turn.ID] = log
+	}
 	return token, nil
 }
 
-func (th *memThread) unlock() { th.lockToken, th.lockClaim, th.lockExp = "", "", time.Time{} }
+func (th *memThread) unlock() {
+	th.lockToken, th.lockClaim, th.lockExp = "", "", time.Time{}
+	th.lockTurn, th.lockIdem, th.lockFingerprint = RunningTurn{}, "", ""
+}
+
+// view is the thread as reads return it, with the running turn if any.
+func (th *memThread) view(now time.Time) Thread {
+	t := th.thread
+	if th.lockHeld(now) && th.lockTurn.ID != "" {
+		running := th.lockTurn
+		t.Running = &running
+	}
+	return t
+}
+
+// appendEvents adds events to a turn's log and wakes its readers; ttl, when
+// positive, becomes the log's remaining life.
+func (th *memThread) appendEvents(turnID string, events []TurnEvent, ttl time.Duration, now time.Time) {
+	log, ok := th.turns[turnID]
+	if !ok || !now.Before(log.expires) {
+		return
+	}
+	log.events = append(log.events, events...)
+	if ttl > 0 {
+		log.expires = now.Add(ttl)
+	}
+	close(log.changed)
+	log.changed = make(chan struct{})
+}
+
+func (th *memThread) sweepTurns(now time.Time) {
+	for id, log := range th.turns {
+		if !now.Before(log.expires) {
+			delete(th.turns, id)
+		}
+	}
+}
 
 // CreateThread stores a new thread. Zero timestamps are set to now.
 func (m *Memory) CreateThread(ctx context.Context, t Thread) error {
@@ -155,13 +262,23 @@ func (m *Memory) CreateThread(ctx context.Context, t Thread) error {
 	if m.live(t.ID, now) != nil {
 		return fmt.Errorf("store: thread %s already exists", t.ID)
 	}
-	m.threads[t.ID] = &memThread{
+	if err := m.checkRoom(); err != nil {
+		return err
+	}
+	th := &memThread{
 		thread:       t,
 		expires:      now.Add(m.opts.ThreadTTL),
 		index:        make(map[string]int),
 		elicitations: make(map[string]string),
 		idem:         make(map[string]memIdempotency),
+		turns:        make(map[string]*memTurnLog),
 	}
+	m.threads[t.ID] = th
+	if m.owners[t.Owner] == nil {
+		m.owners[t.Owner] = make(map[string]*memThread)
+	}
+	m.owners[t.Owner][t.ID] = th
+	m.used += th.footprint()
 	return nil
 }
 
@@ -176,15 +293,20 @@ func (m *Memory) GetThread(ctx context.Context, threadID, principal string) (Thr
 	if err != nil {
 		return Thread{}, nil, err
 	}
+	return th.state(now)
+}
+
+// state is the thread as reads return it, with its live pending elicitation.
+func (th *memThread) state(now time.Time) (Thread, *Pending, error) {
 	p := th.livePending(now)
 	if p == nil {
-		return th.thread, nil, nil
+		return th.view(now), nil, nil
 	}
 	pending, err := decodePending(p)
 	if err != nil {
 		return Thread{}, nil, err
 	}
-	return th.thread, pending, nil
+	return th.view(now), pending, nil
 }
 
 // DeleteThread removes the thread and everything it owns. It returns
@@ -193,10 +315,11 @@ func (m *Memory) DeleteThread(ctx context.Context, threadID, principal string) e
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, err := m.owned(threadID, principal, now); err != nil {
+	th, err := m.owned(threadID, principal, now)
+	if err != nil {
 		return err
 	}
-	delete(m.threads, threadID)
+	m.drop(threadID, th)
 	return nil
 }
 
@@ -213,16 +336,22 @@ func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) 
 	if err != nil {
 		return TurnStart{}, err
 	}
+	field := ""
 	if b.IdempotencyKey != "" {
-		if rec, ok := th.idem[idempotencyField(b.Principal, b.IdempotencyKey)]; ok && now.Before(rec.expires) {
+		field = idempotencyField(b.Principal, b.IdempotencyKey)
+		if rec, ok := th.idem[field]; ok && now.Before(rec.expires) {
 			replay, err := decodeIdempotency(rec.data)
 			if err != nil {
 				return TurnStart{}, err
 			}
-			return TurnStart{Thread: th.thread, Replay: replay}, nil
+			return TurnStart{Thread: th.view(now), Replay: replay}, nil
 		}
 	}
 	if th.lockHeld(now) {
+		if field != "" && th.lockIdem == field {
+			return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID,
+				&RunningError{TurnID: th.lockTurn.ID, Fingerprint: th.lockFingerprint})
+		}
 		return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID, ErrBusy)
 	}
 	if p := th.livePending(now); p != nil {
@@ -232,11 +361,14 @@ func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) 
 		}
 		return TurnStart{}, &PendingError{Pending: *pending}
 	}
-	token, err := th.lock(b.LockTTL, "", now)
+	if err := m.checkRoom(); err != nil {
+		return TurnStart{}, err
+	}
+	token, err := th.lock(b.LockTTL, "", b.Turn, field, m.opts.TurnEventsTTL, now)
 	if err != nil {
 		return TurnStart{}, err
 	}
-	return TurnStart{Thread: th.thread, LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor))}, nil
+	return TurnStart{Thread: th.view(now), LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor))}, nil
 }
 
 // BeginResume starts the turn that answers elicitation b.ElicitationID by
@@ -264,11 +396,14 @@ func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, err
 		if err != nil {
 			return TurnStart{}, err
 		}
-		token, err := th.lock(b.LockTTL, b.ElicitationID, now)
+		if err := m.checkRoom(); err != nil {
+			return TurnStart{}, err
+		}
+		token, err := th.lock(b.LockTTL, b.ElicitationID, b.Turn, "", m.opts.TurnEventsTTL, now)
 		if err != nil {
 			return TurnStart{}, err
 		}
-		return TurnStart{Thread: th.thread, LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor)), Pending: pending}, nil
+		return TurnStart{Thread: th.view(now), LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor)), Pending: pending}, nil
 	}
 	return TurnStart{}, elicitationStateError(b.ElicitationID, th.elicitations[b.ElicitationID])
 }
@@ -323,16 +458,32 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 	if !th.lockHeld(now) || th.lockToken != c.LockToken {
 		return fmt.Errorf("store: thread %s: %w", c.ThreadID, ErrLockLost)
 	}
+	before := th.footprint()
+	defer func() { m.used += th.footprint() - before }()
 
 	for _, e := range enc {
 		if pos, ok := th.index[e.id]; ok {
-			th.msgs[pos-th.base].data = e.data
+			old := &th.msgs[pos-th.base]
+			th.msgBytes += int64(len(e.data) - len(old.data))
+			old.data = e.data
 			continue
 		}
 		th.index[e.id] = th.base + len(th.msgs)
 		th.msgs = append(th.msgs, e)
+		th.msgBytes += int64(len(e.data))
 	}
-	if excess := len(th.msgs) - m.opts.HistoryMax; excess > 0 {
+	excess := max(len(th.msgs)-m.opts.HistoryMax, 0)
+	// Then the oldest go until the rest fits in HistoryMaxBytes, keeping the
+	// newest message whatever its size.
+	bytes := th.msgBytes
+	for _, e := range th.msgs[:excess] {
+		bytes -= int64(len(e.data))
+	}
+	for excess < len(th.msgs)-1 && bytes > m.opts.HistoryMaxBytes {
+		bytes -= int64(len(th.msgs[excess].data))
+		excess++
+	}
+	if excess > 0 {
 		for _, e := range th.msgs[:excess] {
 			delete(th.index, e.id)
 		}
@@ -341,6 +492,7 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 		clear(th.msgs[:excess])
 		th.msgs = th.msgs[excess:]
 		th.base += excess
+		th.msgBytes = bytes
 	}
 	if c.Consumed != "" {
 		if th.pendingID == c.Consumed {
@@ -354,36 +506,173 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 	}
 	for k, rec := range th.idem {
 		if !now.Before(rec.expires) {
+			th.idemBytes -= int64(len(rec.data))
 			delete(th.idem, k)
 		}
 	}
 	if c.Idempotency != nil {
-		th.idem[idempotencyField(c.Idempotency.Principal, c.Idempotency.Key)] = memIdempotency{
-			data:    idem,
-			expires: now.Add(m.opts.IdempotencyTTL),
+		field := idempotencyField(c.Idempotency.Principal, c.Idempotency.Key)
+		if old, ok := th.idem[field]; ok {
+			th.idemBytes -= int64(len(old.data))
 		}
+		th.idem[field] = memIdempotency{data: idem, expires: now.Add(m.opts.IdempotencyTTL)}
+		th.idemBytes += int64(len(idem))
+	}
+	if c.Preview != "" && th.thread.Preview == "" {
+		th.thread.Preview = c.Preview
 	}
 	if th.thread.UpdatedAt, err = parseTime(formatTime(now)); err != nil {
 		return err
 	}
 	th.expires = now.Add(m.opts.ThreadTTL)
+	if c.TurnID != "" {
+		th.appendEvents(c.TurnID, c.Events, m.opts.TurnEventsTTL, now)
+	}
 	th.unlock()
 	return nil
 }
 
-// Release ends a begun turn without writing anything, un-claiming the
-// elicitation a resume claimed. It returns ErrLockLost when lockToken no
-// longer holds the lock.
-func (m *Memory) Release(ctx context.Context, threadID, lockToken string) error {
+// Release ends a begun turn without writing its outcome, un-claiming the
+// elicitation a resume claimed, and appends r.Events to the turn's log. It
+// returns ErrLockLost when r.LockToken no longer holds the lock.
+func (m *Memory) Release(ctx context.Context, r ReleaseTurn) error {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	th := m.live(threadID, now)
-	if th == nil || !th.lockHeld(now) || th.lockToken != lockToken {
-		return fmt.Errorf("store: thread %s: %w", threadID, ErrLockLost)
+	th := m.live(r.ThreadID, now)
+	if th == nil || !th.lockHeld(now) || th.lockToken != r.LockToken {
+		return fmt.Errorf("store: thread %s: %w", r.ThreadID, ErrLockLost)
+	}
+	if r.TurnID != "" {
+		th.appendEvents(r.TurnID, r.Events, m.opts.TurnEventsTTL, now)
 	}
 	th.unlock()
 	return nil
+}
+
+// AppendTurnEvents adds events to the log of a running turn. A log that has
+// expired, or a deleted thread, takes nothing and is not an error: nobody
+// can read it any more.
+func (m *Memory) AppendTurnEvents(ctx context.Context, threadID, turnID string, events []TurnEvent) error {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if th := m.live(threadID, now); th != nil {
+		th.appendEvents(turnID, events, 0, now)
+	}
+	return nil
+}
+
+// TurnEvents returns the events of a turn's log after the one with ID
+// after, oldest first. When there are none yet and the log has not ended it
+// waits up to wait for more. It returns ErrNotFound for a thread principal
+// does not own and ErrTurnNotFound for a log that does not exist.
+func (m *Memory) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		events, changed, err := m.turnEvents(threadID, principal, turnID, after)
+		if err != nil || len(events) > 0 || changed == nil {
+			return events, err
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// turnEvents reads a turn's log once; changed is nil when the log has ended.
+func (m *Memory) turnEvents(threadID, principal, turnID string, after int) ([]TurnEvent, <-chan struct{}, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th, err := m.owned(threadID, principal, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	log, ok := th.turns[turnID]
+	if !ok || !now.Before(log.expires) {
+		return nil, nil, fmt.Errorf("store: turn %s: %w", turnID, ErrTurnNotFound)
+	}
+	var out []TurnEvent
+	for _, e := range log.events {
+		if e.ID > after {
+			out = append(out, e)
+		}
+	}
+	if n := len(log.events); n > 0 && log.events[n-1].Final() {
+		return out, nil, nil
+	}
+	return out, log.changed, nil
+}
+
+// UpdateThread applies patch to the principal's thread and returns it. It
+// returns ErrNotFound, or ErrMetadataTooLarge with nothing changed.
+func (m *Memory) UpdateThread(ctx context.Context, threadID, principal string, patch ThreadPatch) (Thread, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th, err := m.owned(threadID, principal, now)
+	if err != nil {
+		return Thread{}, err
+	}
+	meta, err := mergeMetadata(th.thread.Metadata, patch)
+	if err != nil {
+		return Thread{}, err
+	}
+	th.thread.Metadata = meta
+	if patch.SetTitle {
+		th.thread.Title = patch.Title
+	}
+	if th.thread.UpdatedAt, err = parseTime(formatTime(now)); err != nil {
+		return Thread{}, err
+	}
+	th.expires = now.Add(m.opts.ThreadTTL)
+	return th.view(now), nil
+}
+
+// ListThreads returns a page of the principal's threads, most recently
+// updated first, after cursor (empty for the first page). It returns
+// ErrUnknownCursor for a cursor it did not mint.
+func (m *Memory) ListThreads(ctx context.Context, principal string, limit int, cursor string) (ThreadList, error) {
+	if limit < 1 {
+		return ThreadList{}, fmt.Errorf("store: limit %d: must be positive", limit)
+	}
+	after, err := parseThreadCursor(cursor)
+	if err != nil {
+		return ThreadList{}, err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var keys []threadCursor
+	for id, th := range m.owners[principal] {
+		if m.live(id, now) == nil {
+			continue
+		}
+		k := threadCursor{updated: th.thread.UpdatedAt.UnixMilli(), id: id}
+		if cursor == "" || k.before(after) {
+			keys = append(keys, k)
+		}
+	}
+	sortThreadCursors(keys)
+	var list ThreadList
+	for i, k := range keys {
+		if i == limit {
+			list.Next = keys[i-1].String()
+			break
+		}
+		t, p, err := m.threads[k.id].state(now)
+		if err != nil {
+			return ThreadList{}, err
+		}
+		list.Threads = append(list.Threads, ThreadState{Thread: t, Pending: p})
+	}
+	return list, nil
 }
 
 // History returns one page of the thread's history; see Page. It returns
@@ -427,5 +716,6 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.threads = make(map[string]*memThread)
+	m.used = 0
 	return nil
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -90,9 +91,16 @@ func TestRedisKeys(t *testing.T) {
 	}
 
 	require.NoError(t, st.DeleteThread(ctx, th.ID, alice))
-	keys, err = rdb.Keys(ctx, "chatd:*").Result()
+	keys, err = rdb.Keys(ctx, "chatd:{*}:thread").Result()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"chatd:{" + other.ID + "}:thread"}, keys)
+	// The owner's thread index lists what is left, under a hash tag of its own.
+	index, err := rdb.Keys(ctx, "chatd:{p:*}:threads").Result()
+	require.NoError(t, err)
+	require.Len(t, index, 1)
+	listed, err := rdb.ZRange(ctx, index[0], 0, -1).Result()
+	require.NoError(t, err)
+	assert.Equal(t, []string{other.ID}, listed)
 }
 
 // countingHook counts the commands and pipelines a client sends: each is one
@@ -132,7 +140,7 @@ func TestRedisRoundTrips(t *testing.T) {
 	p := mustPause(t, st, warm.ID, time.Hour)
 	claim, err := st.BeginResume(ctx, store.BeginResume{ThreadID: warm.ID, Principal: alice, ElicitationID: p.ElicitationID, LockTTL: lockTTL})
 	require.NoError(t, err)
-	require.NoError(t, st.Release(ctx, warm.ID, claim.LockToken))
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: warm.ID, LockToken: claim.LockToken}))
 	_, err = st.History(ctx, warm.ID, alice, 10, "")
 	require.NoError(t, err)
 	require.NoError(t, st.DeleteThread(ctx, warm.ID, alice))
@@ -162,7 +170,7 @@ func TestRedisRoundTrips(t *testing.T) {
 			begin, err = st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: pause.ElicitationID, LockTTL: lockTTL, Window: 50})
 			return err
 		}},
-		{"Release", func() error { return st.Release(ctx, th.ID, begin.LockToken) }},
+		{"Release", func() error { return st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: begin.LockToken}) }},
 		{"BeginResume again", func() error {
 			var err error
 			begin, err = st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: pause.ElicitationID, LockTTL: lockTTL, Window: 50})
@@ -217,7 +225,7 @@ func TestRedisOutage(t *testing.T) {
 		{"CommitTurn", func() error {
 			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: ts.LockToken, Messages: newTestMessages(1, "x")})
 		}},
-		{"Release", func() error { return st.Release(ctx, th.ID, ts.LockToken) }},
+		{"Release", func() error { return st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}) }},
 		{"History", func() error { _, err := st.History(ctx, th.ID, alice, 10, ""); return err }},
 		{"DeleteThread", func() error { return st.DeleteThread(ctx, th.ID, alice) }},
 	}
@@ -310,14 +318,100 @@ func TestOpenRedis(t *testing.T) {
 }
 
 // TestRedisClusterContract runs the contract suite through a ClusterClient
-// on a one-node Cluster: every script must name keys of one slot only, or
-// Redis refuses it with CROSSSLOT.
+// on a Cluster of three masters with a replica each: every script must name
+// keys of one slot only, or Redis refuses it with CROSSSLOT, and threads
+// land on all three masters.
+//
+// Commits wait for one replica (Options.WaitReplicas), so the suite also
+// runs the WAIT pipelined on the master of each thread's slot.
 func TestRedisClusterContract(t *testing.T) {
-	srv := redistest.StartCluster(t)
+	c := redistest.StartCluster(t)
 	runContract(t, func(tb testing.TB, opts store.Options) contractStore {
 		tb.Helper()
-		st := store.NewRedis(redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr()}}), opts)
+		opts.WaitReplicas = 1
+		st, err := store.OpenRedis(c.URL(), opts)
+		require.NoError(tb, err)
 		tb.Cleanup(func() { _ = st.Close() })
 		return st
 	})
+}
+
+// TestRedisSentinelContract runs the contract suite through a client that
+// finds the master through three Sentinels; commits wait for the replica.
+func TestRedisSentinelContract(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	runContract(t, func(tb testing.TB, opts store.Options) contractStore {
+		tb.Helper()
+		opts.WaitReplicas = 1
+		st, err := store.OpenRedis(s.URL(), opts)
+		require.NoError(tb, err)
+		tb.Cleanup(func() { _ = st.Close() })
+		return st
+	})
+}
+
+// TestRedisWaitReplicas checks CHATD_REDIS_WAIT_REPLICAS' store side: a
+// write is acknowledged once a replica has it, in the same single round
+// trip; without the replica it is ErrUnavailable (the master keeps it, the
+// outcome is unknown to the client).
+func TestRedisWaitReplicas(t *testing.T) {
+	ctx := context.Background()
+	master, err := redistest.Launch(ctx, redistest.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
+	require.NoError(t, err)
+	t.Cleanup(master.Stop)
+	port := strconv.Itoa(master.Port())
+	replica, err := redistest.Launch(ctx, redistest.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
+	require.NoError(t, err)
+	t.Cleanup(replica.Stop)
+	rdb := redis.NewClient(&redis.Options{Addr: master.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		info, err := rdb.Info(ctx, "replication").Result()
+		require.NoError(c, err)
+		assert.Contains(c, info, "state=online")
+	}, 10*time.Second, 20*time.Millisecond)
+
+	opts := testOpts
+	opts.WaitReplicas = 1
+	client := redis.NewClient(&redis.Options{Addr: master.Addr()})
+	hook := &countingHook{}
+	client.AddHook(hook)
+	st := store.NewRedis(client, opts)
+	t.Cleanup(func() { _ = st.Close() })
+
+	th := mustCreateThread(t, st)
+	mustTurn(t, st, th.ID, newTestMessages(2, "kept")) // loads the script
+	ts := mustBegin(t, st, th.ID, 0)
+	before := hook.trips.Load()
+	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: ts.LockToken, Messages: newTestMessages(2, "acked")}))
+	assert.Equal(t, int64(1), hook.trips.Load()-before, "the commit and its WAIT are one round trip")
+	replicaRdb := redis.NewClient(&redis.Options{Addr: replica.Addr()})
+	t.Cleanup(func() { _ = replicaRdb.Close() })
+	n, err := replicaRdb.Exists(ctx, "chatd:{"+th.ID+"}:thread").Result()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "an acknowledged commit is on the replica")
+
+	replica.Stop()
+	opts.WaitTimeout = 100 * time.Millisecond
+	lonely := store.NewRedis(redis.NewClient(&redis.Options{Addr: master.Addr()}), opts)
+	t.Cleanup(func() { _ = lonely.Close() })
+	ts = mustBegin(t, lonely, th.ID, 0)
+	err = lonely.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: ts.LockToken, Messages: newTestMessages(2, "unsure")})
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	assert.Contains(t, err.Error(), "acknowledged by 0 of 1 replicas")
+	// The master has the commit; only its survival was not confirmed.
+	assert.Equal(t, []string{"kept-0", "kept-1", "acked-0", "acked-1", "unsure-0", "unsure-1"}, messageTexts(mustHistoryAll(t, lonely, th.ID)))
+	err = lonely.CreateThread(ctx, store.Thread{ID: blocks.NewID(), Owner: alice})
+	assert.ErrorIs(t, err, store.ErrUnavailable, "a created thread waits too")
+}
+
+func TestOpenRedisWaitTimeout(t *testing.T) {
+	opts := testOpts
+	opts.WaitReplicas = 1
+	opts.WaitTimeout = 5 * time.Second
+	_, err := store.OpenRedis("redis://127.0.0.1:1/0", opts)
+	assert.ErrorContains(t, err, "read timeout")
+	st, err := store.OpenRedis("redis://127.0.0.1:1/0?read_timeout=10s", opts)
+	require.NoError(t, err)
+	assert.NoError(t, st.Close())
 }

@@ -37,16 +37,37 @@ const testEntityURL = "https://site.example/{type}/{id}"
 // anywhere near it.
 const hangGuard = 3 * time.Minute
 
+// gated streams its first words, then waits for the test to open the gate
+// before it finishes: a reply that is certainly still streaming.
+type gated struct{ open chan struct{} }
+
+func (gated) Describe() string { return "Streams half a reply, then waits for the test." }
+
+func (g gated) Process(ctx context.Context, _ processor.Input, emit processor.Emit) (processor.Output, error) {
+	emit(processor.Delta{Text: "First half,"})
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return processor.Output{}, ctx.Err()
+	}
+	emit(processor.Delta{Text: " second half."})
+	return processor.Output{Text: "First half, second half."}, nil
+}
+
 // newTestChatd serves the API and the page, with the demo processor pausing
-// delay between streamed chunks.
-func newTestChatd(tb testing.TB, auth api.Authenticator, delay time.Duration) *httptest.Server {
+// delay between streamed chunks, echo, and gated (when gate is not nil).
+func newTestChatd(tb testing.TB, auth api.Authenticator, delay time.Duration, gate ...chan struct{}) *httptest.Server {
 	tb.Helper()
 	st := store.NewMemory(store.Options{ThreadTTL: time.Hour, HistoryMax: 1000, IdempotencyTTL: time.Hour})
 	tb.Cleanup(func() { _ = st.Close() })
-	reg, err := processor.NewRegistry(map[string]processor.Processor{
+	procs := map[string]processor.Processor{
 		"demo": demo.NewWithDelay(delay),
 		"echo": echo.New(),
-	}, "demo")
+	}
+	for _, g := range gate {
+		procs["gated"] = gated{open: g}
+	}
+	reg, err := processor.NewRegistry(procs, "demo")
 	require.NoError(tb, err)
 	page, err := ui.New(ui.Options{EntityURLTemplate: testEntityURL})
 	require.NoError(tb, err)
@@ -222,11 +243,9 @@ func TestDemoConversation(t *testing.T) {
 
 	// A thread is created by the first message, with the chosen processor.
 	assert.Equal(t, "demo", eval[string](t, tab, `document.getElementById('processor').value`))
-	tab.send(t, "Show me a <b>card</b>")
+	tab.send(t, "Show me a card")
 	tab.waitReply(t, "entity card")
-	assert.Equal(t, "Show me a <b>card</b>", eval[string](t, tab, `document.querySelector('#messages .msg-user .msg-text').textContent`),
-		"message text is shown as typed")
-	assert.Equal(t, 0, eval[int](t, tab, `document.querySelectorAll('#messages .msg-user b').length`))
+	assert.Equal(t, "Show me a card", eval[string](t, tab, `document.getElementById('thread-title').textContent`))
 	assert.Equal(t, "https://site.example/node/42", eval[string](t, tab, `document.querySelector('.entity-card h3 a').href`))
 	assert.Contains(t, eval[string](t, tab, `document.querySelector('.entity-card').textContent`), "Getting started with chatd")
 	assert.Contains(t, eval[string](t, tab, `document.querySelector('.entity-card').textContent`), "view mode: teaser")
@@ -329,21 +348,29 @@ func TestDemoConversation(t *testing.T) {
 }
 
 // TestReloadMidStream reloads the page while a reply streams: the page
-// reattaches to the running turn and shows the whole reply once.
+// reattaches to the running turn, shows what was streamed so far and the
+// rest as it comes, and ends with the whole reply once.
 func TestReloadMidStream(t *testing.T) {
-	srv := newTestChatd(t, nil, 150*time.Millisecond)
+	gate := make(chan struct{})
+	srv := newTestChatd(t, nil, 0, gate)
 	requireReattach(t, srv)
 	tab := newTab(t, srv)
 	tab.open(t)
-	tab.send(t, "stream a story")
-	tab.waitJS(t, "the reply to start streaming", `(document.querySelector('.streaming .msg-text')?.textContent || '').length > 0`)
+	tab.do(t, chromedp.SetValue(chromedp.CSS("#processor"), "gated"))
+	tab.send(t, "Tell me in two halves")
+	tab.waitJS(t, "the reply to start streaming", `(document.querySelector('.streaming .msg-text')?.textContent || '') === 'First half,'`)
+
 	tab.open(t)
-	tab.waitReply(t, "Try it with curl -N")
-	assert.Equal(t, 1, eval[int](t, tab, `[...document.querySelectorAll('.msg-assistant .msg-text')].filter((n) => n.textContent.startsWith('This reply is streamed.')).length`))
-	assert.Equal(t, "stream a story", eval[string](t, tab, `document.querySelector('#messages .msg-user .msg-text').textContent`))
-	// After the turn, history agrees with what the page shows.
+	tab.waitJS(t, "the reattached stream", `(document.querySelector('.streaming .msg-text')?.textContent || '') === 'First half,'`)
+	assert.True(t, eval[bool](t, tab, `document.getElementById('send').disabled`), "no new turn while one runs")
+	close(gate)
+	tab.waitReply(t, "First half, second half.")
+	assert.Equal(t, "Tell me in two halves", eval[string](t, tab, `document.querySelector('#messages .msg-user .msg-text').textContent`))
+	assert.Equal(t, 2, eval[int](t, tab, `document.querySelectorAll('#messages > li').length`))
+
+	// History agrees with what the page showed.
 	tab.open(t)
-	tab.waitReply(t, "Try it with curl -N")
+	tab.waitReply(t, "First half, second half.")
 	assert.Equal(t, 2, eval[int](t, tab, `document.querySelectorAll('#messages > li').length`))
 	tab.checkQuiet(t)
 }

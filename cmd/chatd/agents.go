@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"chatd/internal/processor"
+	"chatd/internal/processor/agent"
+	"chatd/internal/processor/demo"
+	"chatd/internal/processor/echo"
+)
+
+// AgentSettings are the variables of the agent processors, part of config.
+type AgentSettings struct {
+	// The agent processor "agent", enabled through CHATD_PROCESSORS.
+	AgentBaseURL      string `envconfig:"AGENT_BASE_URL"`
+	AgentModel        string `envconfig:"AGENT_MODEL"`
+	AgentAPIKey       string `envconfig:"AGENT_API_KEY"`
+	AgentSystemPrompt string `envconfig:"AGENT_SYSTEM_PROMPT"`
+	AgentAskUser      bool   `envconfig:"AGENT_ASK_USER" default:"true"`
+	// AgentsFile defines more agents, each a processor named by its name.
+	AgentsFile string `envconfig:"AGENTS_FILE"`
+}
+
+// builtins are the processors chatd ships besides agents; CHATD_PROCESSORS
+// picks from them. Register a new processor here.
+var builtins = map[string]func() processor.Processor{
+	"demo": func() processor.Processor { return demo.New() },
+	"echo": func() processor.Processor { return echo.New() },
+}
+
+// envAgent is the name of the agent configured by CHATD_AGENT_* variables.
+const envAgent = "agent"
+
+func newRegistry(cfg config, logger *slog.Logger) (*processor.Registry, error) {
+	// The agents file is read even when none of its agents is enabled: a
+	// bad file is a mistake to hear of now, not when someone enables it.
+	var fileAgents map[string]agent.FileAgent
+	if cfg.AgentsFile != "" {
+		f, err := agent.LoadFile(cfg.AgentsFile, os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("CHATD_AGENTS_FILE: %w", err)
+		}
+		fileAgents = map[string]agent.FileAgent{}
+		for i, a := range f.Agents {
+			if _, taken := builtins[a.Name]; taken || a.Name == envAgent {
+				return nil, fmt.Errorf("CHATD_AGENTS_FILE: %s:%d: agents[%d].name: %q is the name of a built-in processor",
+					cfg.AgentsFile, a.Line, i, a.Name)
+			}
+			fileAgents[a.Name] = a
+		}
+	}
+	enabled := map[string]processor.Processor{}
+	for _, name := range cfg.Processors {
+		name = strings.TrimSpace(name)
+		var (
+			p   processor.Processor
+			err error
+		)
+		if build, ok := builtins[name]; ok {
+			p = build()
+		} else if name == envAgent {
+			p, err = cfg.envAgent()
+		} else if fa, ok := fileAgents[name]; ok {
+			if len(fa.MCP) > 0 {
+				logger.Warn("this chatd does not run MCP servers yet; the agent runs without their tools",
+					"processor", name, "mcp_servers", fa.MCP)
+			}
+			p, err = agent.New(fa.Config)
+		} else {
+			return nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q (built-ins: agent, demo, echo; or an agent of CHATD_AGENTS_FILE)", name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("processor %q: %w", name, err)
+		}
+		enabled[name] = p
+	}
+	reg, err := processor.NewRegistry(enabled, cfg.DefaultProcessor)
+	if err != nil {
+		return nil, fmt.Errorf("CHATD_PROCESSORS, CHATD_DEFAULT_PROCESSOR: %w", err)
+	}
+	return reg, nil
+}
+
+// envAgent builds the agent of the CHATD_AGENT_* variables.
+func (c config) envAgent() (*agent.Agent, error) {
+	if c.AgentBaseURL == "" || c.AgentModel == "" {
+		return nil, errors.New("set CHATD_AGENT_BASE_URL (such as http://127.0.0.1:11434/v1) and CHATD_AGENT_MODEL")
+	}
+	a, err := agent.New(agent.Config{
+		BaseURL: c.AgentBaseURL, Model: c.AgentModel, APIKey: c.AgentAPIKey, SystemPrompt: c.AgentSystemPrompt,
+		MaxSteps: agent.DefaultMaxSteps, HistoryWindow: agent.DefaultHistoryWindow, AskUser: c.AgentAskUser,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("CHATD_AGENT_*: %w", err)
+	}
+	return a, nil
+}

@@ -1,0 +1,95 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"chatd/internal/blocks"
+	"chatd/internal/store"
+)
+
+// testTrimmingBytes checks CHATD_HISTORY_MAX_BYTES: the oldest messages are
+// trimmed until the history fits, and the newest is kept whatever its size.
+func testTrimmingBytes(t *testing.T, newStore newStoreFunc) {
+	opts := testOpts
+	// Each message is 2000 characters of text and well under 300 bytes of
+	// envelope, so three fit in 7000 bytes and four do not.
+	opts.HistoryMaxBytes = 7000
+	st := newStore(t, opts)
+	th := mustCreateThread(t, st)
+	sized := func(n int, prefix string) []blocks.Message {
+		msgs := newTestMessages(n, prefix)
+		for i := range msgs {
+			msgs[i].Text = prefix + strings.Repeat("x", 2000)
+		}
+		return msgs
+	}
+
+	var all []blocks.Message
+	for i := range 4 {
+		msgs := sized(2, string(rune('a'+i)))
+		mustTurn(t, st, th.ID, msgs)
+		all = append(all, msgs...)
+	}
+	assert.Equal(t, messageIDs(all[len(all)-3:]), messageIDs(mustHistoryAll(t, st, th.ID)))
+
+	// A commit larger than the cap on its own keeps its newest message.
+	huge := newTestMessages(2, "huge")
+	huge[0].Text, huge[1].Text = strings.Repeat("y", 9000), strings.Repeat("z", 9000)
+	mustTurn(t, st, th.ID, huge)
+	assert.Equal(t, messageIDs(huge[1:]), messageIDs(mustHistoryAll(t, st, th.ID)))
+
+	// Small messages fill the room again.
+	small := sized(3, "s")
+	mustTurn(t, st, th.ID, small)
+	assert.Equal(t, messageIDs(small), messageIDs(mustHistoryAll(t, st, th.ID)))
+}
+
+// TestMemoryFull checks CHATD_MEMORY_MAX_BYTES: once the embedded store holds
+// its limit, new threads and turns get ErrFull; deleting a thread makes room.
+func TestMemoryFull(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opts := testOpts
+	opts.MemoryMaxBytes = 64 << 10
+	st := newTestMemory(t, opts)
+
+	var threads []store.Thread
+	var err error
+	for range 10_000 {
+		th := store.Thread{ID: blocks.NewID(), Owner: alice, Processor: "echo"}
+		if err = st.CreateThread(ctx, th); err != nil {
+			break
+		}
+		threads = append(threads, th)
+		var start store.TurnStart
+		if start, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL}); err != nil {
+			break
+		}
+		msgs := newTestMessages(2, "m")
+		msgs[0].Text = strings.Repeat("x", 4000)
+		require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: start.LockToken, Messages: msgs}))
+	}
+	require.ErrorIs(t, err, store.ErrFull)
+	assert.Less(t, len(threads), 20, "64 KiB holds a dozen threads of 4 KB")
+
+	_, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: threads[0].ID, Principal: alice, LockTTL: lockTTL})
+	assert.ErrorIs(t, err, store.ErrFull, "a turn on an existing thread")
+	err = st.CreateThread(ctx, store.Thread{ID: blocks.NewID(), Owner: alice, Processor: "echo"})
+	assert.ErrorIs(t, err, store.ErrFull, "a new thread")
+	// Reading still works.
+	_, _, err = st.GetThread(ctx, threads[0].ID, alice)
+	require.NoError(t, err)
+
+	for _, th := range threads[:3] {
+		require.NoError(t, st.DeleteThread(ctx, th.ID, alice))
+	}
+	require.NoError(t, st.CreateThread(ctx, store.Thread{ID: blocks.NewID(), Owner: alice, Processor: "echo"}))
+	_, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: threads[5].ID, Principal: alice, LockTTL: lockTTL})
+	assert.False(t, errors.Is(err, store.ErrFull), "room was made: %v", err)
+}
