@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"chatd/internal/api"
+	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
@@ -91,9 +92,17 @@ func run(ctx context.Context, logOut io.Writer) error {
 			return fmt.Errorf("chat page: %w", err)
 		}
 	}
+	// With Redis, every instance shares the rate limits' counts.
+	var counter ratelimit.Counter
+	if rc, ok := st.(ratelimit.Counter); ok {
+		counter = rc
+	}
 	server := api.NewServer(api.Deps{
 		Store: st, Processors: registry, Auth: auth, Logger: logger, Metrics: api.NewMetrics(),
-		Renderer: renderer, UI: page,
+		RateLimit:     ratelimit.New(cfg.RateLimit, counter, logger),
+		AuthFailLimit: ratelimit.New(cfg.AuthFailLimit, counter, logger),
+		Renderer:      renderer,
+		UI:            page,
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,

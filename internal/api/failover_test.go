@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chatd/internal/api"
+	"chatd/internal/processor"
 	"chatd/internal/redistest"
 	"chatd/internal/store"
 )
@@ -308,4 +309,56 @@ func mustHistoryAll(t *testing.T, client *http.Client, base, threadID string) []
 		}
 		before = *page.NextBefore
 	}
+}
+
+// gateProcessor answers once its gate opens, so a test can act while the
+// turn runs.
+type gateProcessor struct {
+	started chan<- struct{}
+	gate    <-chan struct{}
+}
+
+func (g gateProcessor) Describe() string { return "answers when its gate opens" }
+
+func (g gateProcessor) Process(ctx context.Context, in processor.Input, _ processor.Emit) (processor.Output, error) {
+	g.started <- struct{}{}
+	select {
+	case <-g.gate:
+		return processor.Output{Text: "done"}, nil
+	case <-ctx.Done():
+		return processor.Output{}, ctx.Err()
+	}
+}
+
+// TestTurnThatLosesItsLockAnswers503: a failover can promote a replica that
+// never got a running turn's lock. The commit is then refused — nothing is
+// written — and the client gets 503 store_unavailable (retry), never 502
+// processor_failed: the processor did its job.
+func TestTurnThatLosesItsLockAnswers503(t *testing.T) {
+	srv := redistest.Start(t)
+	started, gate := make(chan struct{}, 1), make(chan struct{})
+	ts := newTestServer(t, withStore(newTestRedisStore(t, srv)), withProcessor("gate", gateProcessor{started: started, gate: gate}))
+	thread := ts.mustCreateThread(t, alice, "gate")
+
+	type answer struct {
+		status int
+		code   string
+	}
+	done := make(chan answer, 1)
+	go func() {
+		status, code := postFailoverTurn(t.Context(), http.DefaultClient, ts.URL, thread, "hello")
+		done <- answer{status, code}
+	}()
+	<-started
+	// What a failover to a replica that missed the lock leaves behind.
+	n, err := srv.Do(t.Context(), "DEL", "chatd:{"+thread+"}:lock")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "the running turn held the lock")
+	close(gate)
+
+	got := <-done
+	assert.Equal(t, http.StatusServiceUnavailable, got.status)
+	assert.Equal(t, "store_unavailable", got.code)
+	assert.Empty(t, ts.mustHistory(t, alice, thread), "nothing was written")
+	ts.mustTurn(t, alice, thread, "again") // the thread is free
 }
