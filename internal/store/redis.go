@@ -367,7 +367,10 @@ func isUnavailable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded):
 		return true
 	}
-	return redis.IsLoadingError(err) || redis.IsClusterDownError(err) || redis.IsTryAgainError(err) ||
+	// MOVED or ASK reaching here means the client followed redirects as
+	// far as it would while the Cluster's slot map was changing (a
+	// failover): the slot is between masters, not the request at fault.
+	return isRedirect(err) || redis.IsLoadingError(err) || redis.IsClusterDownError(err) || redis.IsTryAgainError(err) ||
 		redis.IsMasterDownError(err) || redis.IsReadOnlyError(err) || redis.IsMaxClientsError(err) ||
 		redis.IsOOMError(err) || redis.IsAuthError(err) || redis.IsPermissionError(err)
 }
@@ -637,7 +640,11 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 	case "CONSUMED":
 		return TurnStart{}, elicitationStateError(b.ElicitationID, elicitationConsumed)
 	case "EXPIRED":
-		return TurnStart{}, elicitationStateError(b.ElicitationID, elicitationIssued)
+		state := elicitationExpired
+		if len(data) > 0 && data[0] == "first" {
+			state = elicitationIssued
+		}
+		return TurnStart{}, elicitationStateError(b.ElicitationID, state)
 	case "UNKNOWN":
 		return TurnStart{}, elicitationStateError(b.ElicitationID, "")
 	case "OK":
