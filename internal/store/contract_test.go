@@ -27,6 +27,10 @@ type contractStore interface {
 	CommitTurn(ctx context.Context, c store.Commit) error
 	Release(ctx context.Context, r store.ReleaseTurn) error
 	History(ctx context.Context, threadID, principal string, limit int, before string) (store.Page, error)
+	AppendTurnEvents(ctx context.Context, threadID, turnID string, events []store.TurnEvent) error
+	TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]store.TurnEvent, bool, error)
+	UpdateThread(ctx context.Context, threadID, principal string, patch store.ThreadPatch) (store.Thread, error)
+	ListThreads(ctx context.Context, principal string, limit int, cursor string) (store.ThreadList, error)
 	Ping(ctx context.Context) error
 	Close() error
 }
@@ -79,6 +83,12 @@ func runContract(t *testing.T, newStore newStoreFunc) {
 		{"CommitAfterDelete", testCommitAfterDelete},
 		{"ConcurrentResume", testConcurrentResume},
 		{"ConcurrentTurns", testConcurrentTurns},
+		{"TurnLog", testTurnLog},
+		{"TurnLogFollow", testTurnLogFollow},
+		{"TurnLogExpiry", testTurnLogExpiry},
+		{"RunningTurn", testRunningTurn},
+		{"UpdateThread", testUpdateThread},
+		{"ListThreads", testListThreads},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
