@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"chatd/internal/api"
+	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -22,7 +24,7 @@ type config struct {
 	// replicas have it, waiting at most RedisWaitTimeout.
 	RedisWaitReplicas int           `envconfig:"REDIS_WAIT_REPLICAS" default:"0"`
 	RedisWaitTimeout  time.Duration `envconfig:"REDIS_WAIT_TIMEOUT" default:"1s"`
-	Processors        []string      `envconfig:"PROCESSORS" default:"demo,echo"`
+	Processors        []string      `envconfig:"PROCESSORS" default:"demo"`
 	DefaultProcessor  string        `envconfig:"DEFAULT_PROCESSOR" default:"demo"`
 	AuthMode          string        `envconfig:"AUTH_MODE" default:"none"`
 	APIKeys           string        `envconfig:"API_KEYS"`
@@ -36,6 +38,8 @@ type config struct {
 	HistoryWindow     int           `envconfig:"HISTORY_WINDOW" default:"50"`
 	MaxBodyBytes      int64         `envconfig:"MAX_BODY_BYTES" default:"1048576"`
 	HeartbeatEvery    time.Duration `envconfig:"SSE_HEARTBEAT" default:"15s"`
+	TurnEventsTTL     time.Duration `envconfig:"TURN_EVENTS_TTL" default:"10m"`
+	CORSOrigins       []string      `envconfig:"CORS_ORIGINS"`
 	ShutdownTimeout   time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"70s"`
 	// Connection timeouts (SPEC §11): headers, the whole body, one response
 	// or one SSE event, an idle keep-alive connection.
@@ -44,14 +48,18 @@ type config struct {
 	WriteTimeout      time.Duration `envconfig:"WRITE_TIMEOUT" default:"30s"`
 	IdleTimeout       time.Duration `envconfig:"IDLE_TIMEOUT" default:"120s"`
 	// Limits (SPEC §11).
-	MaxBlocks         int    `envconfig:"MAX_BLOCKS" default:"256"`
-	MaxJSONDepth      int    `envconfig:"MAX_JSON_DEPTH" default:"64"`
-	HistoryMaxBytes   int64  `envconfig:"HISTORY_MAX_BYTES" default:"16777216"`
-	MemoryMaxBytes    int64  `envconfig:"MEMORY_MAX_BYTES" default:"268435456"`
-	LogLevel          string `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat         string `envconfig:"LOG_FORMAT" default:"json"`
-	UI                bool   `envconfig:"UI" default:"true"`
-	EntityURLTemplate string `envconfig:"ENTITY_URL_TEMPLATE"`
+	MaxBlocks       int   `envconfig:"MAX_BLOCKS" default:"256"`
+	MaxJSONDepth    int   `envconfig:"MAX_JSON_DEPTH" default:"64"`
+	HistoryMaxBytes int64 `envconfig:"HISTORY_MAX_BYTES" default:"16777216"`
+	MemoryMaxBytes  int64 `envconfig:"MEMORY_MAX_BYTES" default:"268435456"`
+	// Rate limits (SPEC §11): requests per principal on /v1, failed
+	// authentications per client address; "0" disables either.
+	RateLimit         ratelimit.Rate `envconfig:"RATE_LIMIT" default:"600/1m"`
+	AuthFailLimit     ratelimit.Rate `envconfig:"AUTH_FAIL_LIMIT" default:"30/1m"`
+	LogLevel          string         `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat         string         `envconfig:"LOG_FORMAT" default:"json"`
+	UI                bool           `envconfig:"UI" default:"true"`
+	EntityURLTemplate string         `envconfig:"ENTITY_URL_TEMPLATE"`
 
 	// The agents (CHATD_AGENT_*, CHATD_AGENTS_FILE), in agents.go.
 	AgentSettings
@@ -64,7 +72,8 @@ func loadConfig() (config, error) {
 	if err := envconfig.Process("chatd", &c); err != nil {
 		var perr *envconfig.ParseError
 		if errors.As(err, &perr) {
-			return c, fmt.Errorf("CHATD_%s: %q is not a valid %s", perr.KeyName, perr.Value, kindOf(perr.TypeName))
+			// KeyName already carries the prefix.
+			return c, fmt.Errorf("CHATD_%s: %q is not a valid %s", strings.TrimPrefix(perr.KeyName, "CHATD_"), perr.Value, kindOf(perr.TypeName))
 		}
 		return c, err
 	}
@@ -78,6 +87,8 @@ func kindOf(typeName string) string {
 		return "duration (Go syntax, such as 15m or 60s)"
 	case "bool":
 		return "boolean (true or false)"
+	case "ratelimit.Rate", "Rate":
+		return "rate (requests/window such as 600/1m, or 0 to disable)"
 	case "int", "int64":
 		return "whole number"
 	}
@@ -103,6 +114,11 @@ func (c config) validate() error {
 	check(c.WriteTimeout >= time.Millisecond, "CHATD_WRITE_TIMEOUT must be at least 1ms")
 	check(c.IdleTimeout >= time.Millisecond, "CHATD_IDLE_TIMEOUT must be at least 1ms")
 	check(c.HeartbeatEvery >= 0, "CHATD_SSE_HEARTBEAT must not be negative (0 disables it)")
+	check(c.TurnEventsTTL >= time.Millisecond, "CHATD_TURN_EVENTS_TTL must be at least 1ms")
+	for _, origin := range c.CORSOrigins {
+		check(validOrigin(strings.TrimSpace(origin)),
+			"CHATD_CORS_ORIGINS: %q is not an origin: want scheme://host[:port] with no path, or *", origin)
+	}
 	check(c.HistoryMax >= 1, "CHATD_HISTORY_MAX must be at least 1")
 	check(c.RedisWaitReplicas >= 0, "CHATD_REDIS_WAIT_REPLICAS must not be negative")
 	check(c.RedisWaitTimeout >= time.Millisecond, "CHATD_REDIS_WAIT_TIMEOUT must be at least 1ms")
@@ -192,4 +208,15 @@ func (c config) apiKeys() ([]api.APIKey, error) {
 		return nil, errors.New("CHATD_AUTH_MODE=apikey needs keys in CHATD_API_KEYS or CHATD_API_KEYS_FILE")
 	}
 	return keys, nil
+}
+
+// validOrigin reports whether s is "*" or an origin as browsers send it:
+// scheme://host[:port], nothing more.
+func validOrigin(s string) bool {
+	if s == "*" {
+		return true
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.Path == "" && u.RawQuery == "" && u.Fragment == "" && u.User == nil
 }

@@ -12,13 +12,16 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"chatd/internal/api"
+	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
+	"chatd/internal/ui"
 )
 
 func main() {
@@ -83,13 +86,28 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("configuration: CHATD_ENTITY_URL_TEMPLATE: %w", err)
 	}
+	var page api.UI
+	if cfg.UI {
+		if page, err = ui.New(ui.Options{EntityURLTemplate: cfg.EntityURLTemplate}); err != nil {
+			return fmt.Errorf("chat page: %w", err)
+		}
+	}
+	// With Redis, every instance shares the rate limits' counts.
+	var counter ratelimit.Counter
+	if rc, ok := st.(ratelimit.Counter); ok {
+		counter = rc
+	}
 	server := api.NewServer(api.Deps{
 		Store: st, Processors: registry, Auth: auth, Logger: logger, Metrics: api.NewMetrics(),
-		Renderer: renderer,
+		RateLimit:     ratelimit.New(cfg.RateLimit, counter, logger),
+		AuthFailLimit: ratelimit.New(cfg.AuthFailLimit, counter, logger),
+		Renderer:      renderer,
+		UI:            page,
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,
 			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth,
+			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: principalHeader(cfg),
 		},
 	})
 	httpServer := serve.New(server, serve.Timeouts{
@@ -158,7 +176,7 @@ func newAuth(cfg config) (api.Authenticator, error) {
 
 func newStore(cfg config) (closingStore, error) {
 	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour,
-		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes,
+		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes, TurnEventsTTL: cfg.TurnEventsTTL,
 		WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout}
 	if cfg.RedisURL == "" {
 		return store.NewMemory(opts), nil
@@ -168,4 +186,24 @@ func newStore(cfg config) (closingStore, error) {
 		return nil, fmt.Errorf("CHATD_REDIS_URL: %w", err)
 	}
 	return st, nil
+}
+
+// trimAll trims each of a list variable's items.
+func trimAll(items []string) []string {
+	out := make([]string, 0, len(items))
+	for _, item := range items {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// principalHeader is the header browsers may send the principal in: only in
+// header auth mode.
+func principalHeader(cfg config) string {
+	if cfg.AuthMode == "header" {
+		return cfg.PrincipalHeader
+	}
+	return ""
 }

@@ -193,9 +193,9 @@ func TestBadInput(t *testing.T) {
 		// Routing.
 		{name: "unknown route", method: get, path: "/v1/nothing", status: 404, code: "not_found"},
 		{name: "unknown root route", method: get, path: "/admin", status: 404, code: "not_found"},
-		{name: "no thread listing", method: get, path: "/v1/threads", status: 405, code: "method_not_allowed"},
+		{name: "wrong method on turn events", method: post, path: "/v1/threads/{plain}/turns/{plain}/events", body: `{}`, status: 405, code: "method_not_allowed"},
 		{name: "wrong method on threads", method: http.MethodPut, path: "/v1/threads", body: `{}`, status: 405, code: "method_not_allowed"},
-		{name: "wrong method on a thread", method: http.MethodPatch, path: "/v1/threads/{plain}", body: `{}`, status: 405, code: "method_not_allowed"},
+		{name: "wrong method on a thread", method: http.MethodPut, path: "/v1/threads/{plain}", body: `{}`, status: 405, code: "method_not_allowed"},
 		{name: "wrong method on turns", method: get, path: "/v1/threads/{plain}/turns", status: 405, code: "method_not_allowed"},
 		{name: "wrong method on an elicitation", method: get, path: "/v1/threads/{paused}/elicitations/{eid}", status: 405, code: "method_not_allowed"},
 		{name: "wrong method on healthz", method: post, path: "/healthz", status: 405, code: "method_not_allowed"},

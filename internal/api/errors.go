@@ -6,11 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"chatd/internal/blocks"
-	"chatd/internal/processor"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // Problem is an RFC 9457 problem detail with chatd's stable code. Elicitation
@@ -23,7 +22,7 @@ type Problem struct {
 	Code                 string              `json:"code"`
 	Errors               []blocks.FieldError `json:"errors,omitempty"`
 	Elicitation          json.RawMessage     `json:"elicitation,omitempty"`
-	ElicitationExpiresAt *time.Time          `json:"elicitation_expires_at,omitempty"`
+	ElicitationExpiresAt *blocks.Timestamp   `json:"elicitation_expires_at,omitempty"`
 }
 
 // Error is an error with the status and code the client sees. Detail is safe
@@ -65,6 +64,9 @@ var sentinels = []struct {
 	{store.ErrElicitationExpired, http.StatusGone, "elicitation_expired", "this elicitation expired before it was answered"},
 	{store.ErrUnknownCursor, http.StatusBadRequest, "invalid_request", "before: no such message in this thread"},
 	{store.ErrUnavailable, http.StatusServiceUnavailable, "store_unavailable", "the store is unavailable; retry shortly"},
+	{store.ErrLockLost, http.StatusServiceUnavailable, "store_unavailable", "the turn lost its hold on the thread before it could be saved; nothing was saved, retry"},
+	{store.ErrTurnNotFound, http.StatusNotFound, "not_found", "turn not found, or its events have expired"},
+	{turn.ErrIdempotencyConflict, http.StatusUnprocessableEntity, "idempotency_conflict", "Idempotency-Key was already used with a different request body"},
 	{store.ErrFull, http.StatusInsufficientStorage, "store_full", "the server's store is full; no new threads or turns until space is freed"},
 }
 
@@ -87,6 +89,8 @@ var titles = map[string]string{
 	"method_not_allowed":     "Method not allowed",
 	"request_timeout":        "Request timeout",
 	"store_full":             "Store full",
+	"rate_limited":           "Too many requests",
+	"quota_exceeded":         "Quota exceeded",
 }
 
 // problemFor turns any error into the problem the client sees.
@@ -95,7 +99,10 @@ func problemFor(err error) Problem {
 	var apiErr *Error
 	var verr *blocks.ValidationError
 	var pending *store.PendingError
+	var procErr *turn.ProcessorError
 	switch {
+	case errors.As(err, &procErr):
+		p = Problem{Status: http.StatusBadGateway, Code: "processor_failed", Detail: procErr.Detail}
 	case errors.As(err, &apiErr):
 		p = Problem{Status: apiErr.Status, Code: apiErr.Code, Detail: apiErr.Detail}
 		if errors.As(apiErr.Err, &verr) {
@@ -115,29 +122,21 @@ func problemFor(err error) Problem {
 	}
 	if errors.As(err, &pending) {
 		p.Elicitation = pending.Pending.Request
-		expires := pending.Pending.ExpiresAt.UTC()
-		p.ElicitationExpiresAt = &expires
+		p.ElicitationExpiresAt = blocks.Stamp(pending.Pending.ExpiresAt)
 	}
 	p.Type = "urn:chatd:problem:" + p.Code
 	p.Title = titles[p.Code]
 	return p
 }
 
-// processorFailure is the detail of a turn's 502 processor_failed: the
-// processor's own client-safe reason when it gives one (processor.Error),
-// else a generic one that leaks nothing of the cause.
-func processorFailure(err error) string {
-	var perr *processor.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return "the processor did not answer within the turn timeout"
-	case errors.As(err, &perr) && perr.Detail != "":
-		return perr.Detail
-	}
-	return "the processor failed to answer"
-}
+// statusClientGone is what a request whose client went away before its
+// answer is logged and counted as (nginx's 499 Client Closed Request): not a
+// server error, and not a status any client sees.
+const statusClientGone = 499
 
-// isClientGone reports whether err only says the client went away.
-func isClientGone(err error) bool {
-	return errors.Is(err, context.Canceled)
+// isClientGone reports whether err, failing r, only says the client went
+// away: its body stopped arriving, or the request's context was cancelled
+// (the connection closed) under the work that failed.
+func isClientGone(r *http.Request, err error) bool {
+	return errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) && r.Context().Err() != nil
 }

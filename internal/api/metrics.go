@@ -49,3 +49,13 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
+
+// TurnEnded counts a turn by processor and outcome (turn.Observer).
+func (m *Metrics) TurnEnded(processor, status string) {
+	m.turns.WithLabelValues(processor, status).Inc()
+}
+
+// Elicitation counts an elicitation event by processor (turn.Observer).
+func (m *Metrics) Elicitation(processor, event string) {
+	m.elicitations.WithLabelValues(processor, event).Inc()
+}

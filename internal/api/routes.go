@@ -7,12 +7,20 @@ import (
 	chatd "chatd"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/go-chi/cors"
 )
 
 // routes is the whole API surface.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.observe)
+	// HEAD is served by every GET route (without the body, which net/http
+	// drops), as RFC 9110 expects of a GET resource.
+	r.Use(middleware.GetHead)
+	if len(s.cfg.CORSOrigins) > 0 {
+		r.Use(s.cors())
+	}
 	r.NotFound(s.handle(func(http.ResponseWriter, *http.Request) error {
 		return errorf(http.StatusNotFound, "not_found", "no such route")
 	}).ServeHTTP)
@@ -34,13 +42,23 @@ func (s *Server) routes() http.Handler {
 		writeBody(w, http.StatusOK, "application/yaml", chatd.OpenAPI)
 	})
 
+	if s.ui != nil {
+		for _, path := range s.ui.Paths() {
+			r.Method(http.MethodGet, path, s.ui)
+			r.Method(http.MethodHead, path, s.ui)
+		}
+	}
+
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
 		r.Method(http.MethodGet, "/processors", s.handle(s.handleListProcessors))
+		r.Method(http.MethodGet, "/threads", s.handle(s.handleListThreads))
 		r.Method(http.MethodPost, "/threads", s.handle(s.handleCreateThread))
 		r.Method(http.MethodGet, "/threads/{thread_id}", s.handle(s.handleGetThread))
+		r.Method(http.MethodPatch, "/threads/{thread_id}", s.handle(s.handleUpdateThread))
 		r.Method(http.MethodDelete, "/threads/{thread_id}", s.handle(s.handleDeleteThread))
 		r.Method(http.MethodPost, "/threads/{thread_id}/turns", s.handle(s.handleTurn))
+		r.Method(http.MethodGet, "/threads/{thread_id}/turns/{turn_id}/events", s.handle(s.handleTurnEvents))
 		r.Method(http.MethodGet, "/threads/{thread_id}/messages", s.handle(s.handleHistory))
 		r.Method(http.MethodPost, "/threads/{thread_id}/elicitations/{elicitation_id}", s.handle(s.handleAnswer))
 	})
@@ -54,7 +72,28 @@ func allowedMethods(router chi.Routes, path string) []string {
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if router.Match(chi.NewRouteContext(), m, path) {
 			allowed = append(allowed, m)
+			if m == http.MethodGet {
+				allowed = append(allowed, http.MethodHead)
+			}
 		}
 	}
 	return allowed
+}
+
+// cors answers browsers' preflights and marks responses readable by the
+// configured origins. Credentials are never allowed: chatd authenticates
+// with headers, not cookies.
+func (s *Server) cors() func(http.Handler) http.Handler {
+	allowed := []string{"Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "X-Request-ID", "Accept"}
+	if s.cfg.PrincipalHeader != "" {
+		allowed = append(allowed, s.cfg.PrincipalHeader)
+	}
+	return cors.Handler(cors.Options{
+		AllowedOrigins:   s.cfg.CORSOrigins,
+		AllowedMethods:   []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPatch, http.MethodDelete},
+		AllowedHeaders:   allowed,
+		ExposedHeaders:   []string{"Location", "X-Request-ID", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"},
+		AllowCredentials: false,
+		MaxAge:           600,
+	})
 }

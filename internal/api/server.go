@@ -11,34 +11,37 @@ import (
 	"time"
 
 	"chatd/internal/processor"
+	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // Store is what the API needs from persistence; internal/store's Memory and
-// Redis both provide it. Errors are store's sentinels, wrapped.
+// Redis both provide it. Errors are store's sentinels, wrapped. Turns go
+// through internal/turn, which declares what it needs of the same store.
 type Store interface {
+	turn.Store
 	// CreateThread persists a new thread.
 	CreateThread(ctx context.Context, t store.Thread) error
-	// GetThread returns the principal's thread and its pending elicitation
-	// (nil when none); store.ErrNotFound for another principal's thread.
-	GetThread(ctx context.Context, threadID, principal string) (store.Thread, *store.Pending, error)
 	// DeleteThread removes the thread and everything it holds; store.ErrNotFound.
 	DeleteThread(ctx context.Context, threadID, principal string) error
-	// BeginTurn locks the thread for a plain turn: store.ErrNotFound,
-	// ErrBusy, or a *store.PendingError; an idempotent replay takes no lock.
-	BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnStart, error)
-	// BeginResume claims the pending elicitation and locks the thread:
-	// store.ErrNotFound, ErrBusy, ErrElicitationNotFound / Consumed / Expired.
-	BeginResume(ctx context.Context, b store.BeginResume) (store.TurnStart, error)
-	// CommitTurn writes a turn and releases its lock: store.ErrLockLost, ErrNotFound.
-	CommitTurn(ctx context.Context, c store.Commit) error
-	// Release aborts a begun turn, writing nothing: store.ErrLockLost.
-	Release(ctx context.Context, threadID, lockToken string) error
+	// UpdateThread patches a thread's title and metadata: store.ErrNotFound,
+	// ErrMetadataTooLarge.
+	UpdateThread(ctx context.Context, threadID, principal string, patch store.ThreadPatch) (store.Thread, error)
+	// ListThreads returns a page of the principal's threads, most recently
+	// updated first: store.ErrUnknownCursor.
+	ListThreads(ctx context.Context, principal string, limit int, cursor string) (store.ThreadList, error)
 	// History returns a page of messages: store.ErrNotFound, ErrUnknownCursor.
 	History(ctx context.Context, threadID, principal string, limit int, before string) (store.Page, error)
 	// Ping reports whether the store is reachable: store.ErrUnavailable.
 	Ping(ctx context.Context) error
+}
+
+// UI is a web page served beside the API: GET on each of its Paths.
+type UI interface {
+	http.Handler
+	Paths() []string
 }
 
 // Config holds the API's tunables; cmd/chatd fills it from the environment.
@@ -54,6 +57,12 @@ type Config struct {
 	// HeartbeatInterval spaces the comment heartbeats of idle streams; a
 	// negative value disables them.
 	HeartbeatInterval time.Duration
+	// CORSOrigins are the origins browsers may call chatd from: exact
+	// origins, or "*" for any; empty turns CORS off.
+	CORSOrigins []string
+	// PrincipalHeader is the header a gateway names the principal in
+	// (header auth), allowed in CORS requests.
+	PrincipalHeader string
 	// WriteTimeout bounds writing one SSE event (and the drain of what is
 	// queued when a stream ends) to a client that does not read; the
 	// stream is then dropped while its turn completes.
@@ -113,7 +122,11 @@ type Deps struct {
 	// without an entity URL template.
 	Renderer *render.Renderer
 	// UI serves the chat page at /; nil serves none.
-	UI http.Handler
+	UI UI
+	// RateLimit limits requests per principal on /v1 and AuthFailLimit
+	// failed authentications per client address; nil: no limit.
+	RateLimit     *ratelimit.Limiter
+	AuthFailLimit *ratelimit.Limiter
 }
 
 // Server is chatd's HTTP handler.
@@ -125,13 +138,13 @@ type Server struct {
 	metrics    *Metrics
 	cfg        Config
 	renderer   *render.Renderer
-	ui         http.Handler
+	ui         UI
 	handler    http.Handler
-	// windows are the history windows of processors that read less than
-	// cfg.HistoryWindow.
-	windows map[string]int
+	engine     *turn.Engine
 	// storeErrLog limits the lines logged for an unreachable store.
-	storeErrLog *logThrottle
+	storeErrLog   *logThrottle
+	rateLimit     *ratelimit.Limiter
+	authFailLimit *ratelimit.Limiter
 }
 
 // NewServer wires the routes. Missing optional deps get defaults: no auth
@@ -147,7 +160,9 @@ func NewServer(d Deps) *Server {
 		renderer:   d.Renderer,
 		ui:         d.UI,
 		// One line a second: enough to see an outage begin and end.
-		storeErrLog: &logThrottle{interval: time.Second},
+		storeErrLog:   &logThrottle{interval: time.Second},
+		rateLimit:     d.RateLimit,
+		authFailLimit: d.AuthFailLimit,
 	}
 	if s.auth == nil {
 		s.auth = AnonymousAuth{}
@@ -163,7 +178,10 @@ func NewServer(d Deps) *Server {
 		s.renderer, _ = render.New(render.Options{})
 	}
 	s.cfg = s.cfg.withDefaults()
-	s.windows = s.processors.Windows(s.cfg.HistoryWindow)
+	s.engine = turn.New(turn.Deps{
+		Store: d.Store, Processors: d.Processors, Observer: s.metrics, Logger: s.log, EncodeError: encodeProblem,
+		Config: turn.Config{ElicitationTTL: s.cfg.ElicitationTTL, TurnTimeout: s.cfg.TurnTimeout, HistoryWindow: s.cfg.HistoryWindow},
+	})
 	s.handler = s.routes()
 	return s
 }
@@ -186,11 +204,17 @@ func (s *Server) handle(h handlerFunc) http.Handler {
 // writeError writes err as problem+json. Clients see a safe message; the
 // wrapped cause is logged only for server-side failures.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if isClientGone(r, err) {
+		// Nobody is left to read a problem: the status alone, for the
+		// request log and metrics.
+		w.WriteHeader(statusClientGone)
+		return
+	}
 	p := problemFor(err)
 	s.observeError(r, p, err)
 	body, mErr := marshal(p)
 	if mErr != nil {
-		body = []byte(`{"type":"urn:chatd:problem:internal","title":"Internal error","status":500,"detail":"internal error","code":"internal"}`)
+		body = []byte(internalProblem)
 		p.Status = http.StatusInternalServerError
 	}
 	if challenge := s.auth.Challenge(); p.Status == http.StatusUnauthorized && challenge != "" {
@@ -200,7 +224,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) observeError(r *http.Request, p Problem, err error) {
-	if p.Status < 500 || isClientGone(err) {
+	if p.Status < 500 || isClientGone(r, err) {
 		return
 	}
 	attrs := []slog.Attr{
@@ -220,3 +244,6 @@ func (s *Server) observeError(r *http.Request, p Problem, err error) {
 }
 
 const problemType = "application/problem+json"
+
+// internalProblem is written when a problem itself fails to encode.
+const internalProblem = `{"type":"urn:chatd:problem:internal","title":"Internal error","status":500,"detail":"internal error","code":"internal"}`

@@ -40,8 +40,8 @@ func acceptable(params string) bool {
 // abandoned rather than let the processor wait for it or memory grow.
 const sseQueueBytes = 4 << 20
 
-// sseStream writes Server-Sent Events with ids 1, 2, 3… and a comment
-// heartbeat while idle. Events are queued and one writer goroutine owns the
+// sseStream writes Server-Sent Events, each with its turn's event ID, and a
+// comment heartbeat while idle. Events are queued and one writer goroutine owns the
 // connection, so sending never waits on the client: the turn runs at the
 // processor's pace whatever the client does, and a client that stops reading
 // or goes away just misses the rest of the stream (the turn is persisted
@@ -57,7 +57,6 @@ type sseStream struct {
 	mu      sync.Mutex
 	pending []byte // encoded events not yet taken by the writer
 	spare   []byte // the writer's last batch, reused to spare allocations
-	nextID  int
 	// abandoned is set when a write failed or the client fell too far
 	// behind: nothing more is written and queued output is discarded.
 	abandoned bool
@@ -83,21 +82,9 @@ func (s *Server) startStream(w http.ResponseWriter) *sseStream {
 	return st
 }
 
-// sendJSON sends an event whose data is v encoded as JSON.
-func (st *sseStream) sendJSON(event string, v any) {
-	if st.dropping() {
-		return // spare encoding what nobody will read
-	}
-	data, err := marshal(v)
-	if err != nil {
-		return
-	}
-	st.send(event, data)
-}
-
-// send queues one event; data is compact JSON, a single line. It never
-// waits for the client.
-func (st *sseStream) send(event string, data []byte) {
+// send queues one event with its ID; data is compact JSON, a single line.
+// It never waits for the client.
+func (st *sseStream) send(id int, event string, data []byte) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.closed || st.abandoned {
@@ -107,10 +94,9 @@ func (st *sseStream) send(event string, data []byte) {
 		st.abandonLocked()
 		return
 	}
-	st.nextID++
 	b := st.pending
 	b = append(b, "id: "...)
-	b = strconv.AppendInt(b, int64(st.nextID), 10)
+	b = strconv.AppendInt(b, int64(id), 10)
 	b = append(b, "\nevent: "...)
 	b = append(b, event...)
 	b = append(b, "\ndata: "...)
@@ -118,13 +104,6 @@ func (st *sseStream) send(event string, data []byte) {
 	b = append(b, "\n\n"...)
 	st.pending = b
 	st.signal()
-}
-
-// dropping reports whether sends are being discarded.
-func (st *sseStream) dropping() bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.closed || st.abandoned
 }
 
 // signal wakes the writer without waiting: a wake already pending covers

@@ -2,52 +2,55 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
-	"time"
+	"unicode/utf8"
 
 	"chatd/internal/blocks"
 	"chatd/internal/store"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
 )
 
 // threadView is a Thread on the wire.
 type threadView struct {
-	ID                 string          `json:"id"`
-	Processor          string          `json:"processor"`
-	CreatedAt          time.Time       `json:"created_at"`
-	UpdatedAt          time.Time       `json:"updated_at"`
-	PendingElicitation json.RawMessage `json:"pending_elicitation"`
-	PendingExpiresAt   *time.Time      `json:"pending_expires_at"`
+	ID                 string            `json:"id"`
+	Processor          string            `json:"processor"`
+	CreatedAt          blocks.Timestamp  `json:"created_at"`
+	UpdatedAt          blocks.Timestamp  `json:"updated_at"`
+	Title              *string           `json:"title"`
+	Metadata           map[string]string `json:"metadata"`
+	RunningTurn        *runningTurnView  `json:"running_turn"`
+	PendingElicitation json.RawMessage   `json:"pending_elicitation"`
+	PendingExpiresAt   *blocks.Timestamp `json:"pending_expires_at"`
+}
+
+type runningTurnView struct {
+	ID        string           `json:"id"`
+	StartedAt blocks.Timestamp `json:"started_at"`
 }
 
 func newThreadView(t store.Thread, p *store.Pending) threadView {
-	v := threadView{ID: t.ID, Processor: t.Processor,
-		CreatedAt: t.CreatedAt.UTC().Truncate(time.Millisecond), UpdatedAt: t.UpdatedAt.UTC().Truncate(time.Millisecond)}
+	v := threadView{ID: t.ID, Processor: t.Processor, Title: t.Title, Metadata: t.Metadata,
+		CreatedAt: blocks.Timestamp(t.CreatedAt), UpdatedAt: blocks.Timestamp(t.UpdatedAt)}
+	if v.Metadata == nil {
+		v.Metadata = map[string]string{}
+	}
+	if t.Running != nil {
+		v.RunningTurn = &runningTurnView{ID: t.Running.ID, StartedAt: blocks.Timestamp(t.Running.StartedAt)}
+	}
 	if p != nil {
-		expires := p.ExpiresAt.UTC()
-		v.PendingElicitation, v.PendingExpiresAt = p.Request, &expires
+		v.PendingElicitation, v.PendingExpiresAt = p.Request, blocks.Stamp(p.ExpiresAt)
 	}
 	return v
-}
-
-// canonicalID reports whether s is a UUID in canonical lowercase form, the
-// only form chatd mints; anything else cannot name a thread or message.
-func canonicalID(s string) bool {
-	if len(s) != 36 || strings.ToLower(s) != s {
-		return false
-	}
-	_, err := uuid.Parse(s)
-	return err == nil
 }
 
 // threadID returns the path's thread ID; a malformed one names no thread.
 func threadID(r *http.Request) (string, error) {
 	id := chi.URLParam(r, "thread_id")
-	if !canonicalID(id) {
+	if !blocks.IsCanonicalID(id) {
 		return "", errorf(http.StatusNotFound, "not_found", "thread not found")
 	}
 	return id, nil
@@ -89,7 +92,7 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) erro
 		Processor *string `json:"processor"`
 	}
 	if body != nil {
-		if err := decodeStrict(body, &req); err != nil {
+		if err := decodeStrict(body, &req, threadShape); err != nil {
 			return err
 		}
 	}
@@ -157,7 +160,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) error {
 	}
 	before := ""
 	if raw, ok := q["before"]; ok {
-		if len(raw) != 1 || !canonicalID(raw[0]) {
+		if len(raw) != 1 || !blocks.IsCanonicalID(raw[0]) {
 			return errorf(http.StatusBadRequest, "invalid_request", "before: must be a message ID")
 		}
 		before = raw[0]
@@ -186,4 +189,136 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) error {
 		view.NextBefore = &page.NextBefore
 	}
 	return writeJSON(w, http.StatusOK, jsonType, view)
+}
+
+// Thread list page bounds of SPEC §12.
+const (
+	defaultThreadLimit = 20
+	maxThreadLimit     = 100
+)
+
+// handleListThreads lists the caller's threads, most recently updated
+// first: GET /v1/threads?limit&before.
+func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit := defaultThreadLimit
+	if raw, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(raw[0])
+		if len(raw) != 1 || err != nil || n < 1 || n > maxThreadLimit {
+			return errorf(http.StatusBadRequest, "invalid_request", "limit: must be an integer from 1 to %d", maxThreadLimit)
+		}
+		limit = n
+	}
+	cursor := ""
+	if raw, ok := q["before"]; ok {
+		if len(raw) != 1 || raw[0] == "" {
+			return errorf(http.StatusBadRequest, "invalid_request", "before: must be the next_before of a previous page")
+		}
+		cursor = raw[0]
+	}
+	list, err := s.store.ListThreads(r.Context(), principalFrom(r.Context()), limit, cursor)
+	if errors.Is(err, store.ErrUnknownCursor) {
+		return errorf(http.StatusBadRequest, "invalid_request", "before: must be the next_before of a previous page")
+	}
+	if err != nil {
+		return err
+	}
+	view := struct {
+		Threads    []threadView `json:"threads"`
+		NextBefore *string      `json:"next_before"`
+	}{Threads: make([]threadView, 0, len(list.Threads))}
+	for _, st := range list.Threads {
+		v := newThreadView(st.Thread, st.Pending)
+		if v.Title == nil && st.Thread.Preview != "" {
+			// Lists show a thread with no title by its first words.
+			preview := st.Thread.Preview
+			v.Title = &preview
+		}
+		view.Threads = append(view.Threads, v)
+	}
+	if list.Next != "" {
+		view.NextBefore = &list.Next
+	}
+	return writeJSON(w, http.StatusOK, jsonType, view)
+}
+
+// threadPatch is a PATCH body: an RFC 7396 merge patch of a thread's title
+// and metadata. Raw members tell an absent member from a null one.
+type threadPatch struct {
+	Title    json.RawMessage `json:"title"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// Bounds of a title (SPEC §12 leaves them to chatd; see docs/decisions.md).
+const maxTitleRunes = 200
+
+// handleUpdateThread sets a thread's title and metadata:
+// PATCH /v1/threads/{thread_id}.
+func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) error {
+	id, err := threadID(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r, false)
+	if err != nil {
+		return err
+	}
+	var req threadPatch
+	if err := decodeStrict(body, &req, patchShape); err != nil {
+		return err
+	}
+	patch, err := parseThreadPatch(req)
+	if err != nil {
+		return err
+	}
+	t, err := s.store.UpdateThread(r.Context(), id, principalFrom(r.Context()), patch)
+	if errors.Is(err, store.ErrMetadataTooLarge) {
+		verr := &blocks.ValidationError{}
+		verr.Add("metadata", fmt.Sprintf("at most %d keys and %d bytes of JSON once merged", store.MaxMetadataKeys, store.MaxMetadataBytes))
+		return verr
+	}
+	if err != nil {
+		return err
+	}
+	_, pending, err := s.store.GetThread(r.Context(), id, principalFrom(r.Context()))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, jsonType, newThreadView(t, pending))
+}
+
+// parseThreadPatch checks a patch's members: title a string or null,
+// metadata an object of strings or nulls (null deletes the key).
+func parseThreadPatch(req threadPatch) (store.ThreadPatch, error) {
+	var patch store.ThreadPatch
+	verr := &blocks.ValidationError{}
+	if req.Title != nil {
+		patch.SetTitle = true
+		if string(req.Title) != "null" {
+			var title string
+			if json.Unmarshal(req.Title, &title) != nil {
+				return patch, errorf(http.StatusBadRequest, "invalid_request", "title: must be a string or null")
+			}
+			if n := utf8.RuneCountInString(title); n == 0 || n > maxTitleRunes {
+				verr.Add("title", fmt.Sprintf("must be 1 to %d characters (null clears it)", maxTitleRunes))
+			}
+			patch.Title = &title
+		}
+	}
+	if req.Metadata != nil && string(req.Metadata) != "null" {
+		if err := json.Unmarshal(req.Metadata, &patch.Metadata); err != nil {
+			return patch, errorf(http.StatusBadRequest, "invalid_request", "metadata: must be an object of string values (null deletes a key)")
+		}
+		for k := range patch.Metadata {
+			if k == "" || len(k) > 64 {
+				verr.Add("metadata", "keys must be 1 to 64 bytes")
+				break
+			}
+		}
+	} else if req.Metadata != nil {
+		// "metadata": null removes every key, as a merge patch says.
+		patch.Metadata = map[string]*string{}
+		patch.ClearMetadata = true
+	}
+	return patch, verr.Err()
 }

@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -129,4 +130,17 @@ func appendString(buf []byte, s string) []byte {
 	}
 	buf = append(buf, s[start:]...)
 	return append(buf, '"')
+}
+
+// Marshal encodes v compactly without HTML escaping (chat text is full of
+// <, > and &, and escaping them only obscures it). It is how chatd writes
+// every JSON body and event.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

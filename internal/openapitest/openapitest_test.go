@@ -82,7 +82,7 @@ func userMessage() map[string]any {
 		"id":        "0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10",
 		"role":      "user",
 		"message":   "Which Drupal version added Single Directory Components?",
-		"timestamp": "2025-06-01T10:00:00Z",
+		"timestamp": "2025-06-01T10:00:00.000Z",
 	}
 }
 
@@ -107,13 +107,14 @@ func completedTurn() map[string]any {
 	meta := map[string]any{"drupal.org/ai.citations": []any{map[string]any{"index": 1}}}
 	return map[string]any{
 		"thread_id":    threadID,
+		"turn_id":      "0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a0f",
 		"status":       "completed",
 		"user_message": userMessage(),
 		"message": map[string]any{
 			"id":             "0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a11",
 			"role":           "assistant",
 			"message":        "Drupal 10.1 [1].",
-			"timestamp":      "2025-06-01T10:00:02.123456789Z",
+			"timestamp":      "2025-06-01T10:00:02.123Z",
 			"content_blocks": citationBlocks(),
 			"_meta":          meta,
 		},
@@ -154,7 +155,7 @@ func pausedTurn() map[string]any {
 	m["status"] = "input_required"
 	m["structured_response"] = map[string]any{"content_blocks": []any{}, "_meta": map[string]any{}}
 	m["elicitation"] = elicitationRequest()
-	m["elicitation_expires_at"] = "2025-06-01T10:15:02Z"
+	m["elicitation_expires_at"] = "2025-06-01T10:15:02.000Z"
 	return m
 }
 
@@ -172,8 +173,11 @@ func thread() map[string]any {
 	return map[string]any{
 		"id":                  threadID,
 		"processor":           "echo",
-		"created_at":          "2025-06-01T10:00:00Z",
-		"updated_at":          "2025-06-01T10:00:00Z",
+		"created_at":          "2025-06-01T10:00:00.000Z",
+		"updated_at":          "2025-06-01T10:00:00.000Z",
+		"title":               nil,
+		"metadata":            map[string]any{},
+		"running_turn":        nil,
 		"pending_elicitation": nil,
 		"pending_expires_at":  nil,
 	}
@@ -257,8 +261,11 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 		public       bool
 	}{
 		{"GET", "/v1/processors", []string{"200", "401", "500"}, false},
+		{"GET", "/v1/threads", []string{"200", "400", "401", "500", "503"}, false},
 		{"POST", "/v1/threads", []string{"201", "400", "401", "413", "415", "422", "500", "503"}, false},
 		{"GET", "/v1/threads/{thread_id}", []string{"200", "401", "404", "500", "503"}, false},
+		{"PATCH", "/v1/threads/{thread_id}", []string{"200", "400", "401", "404", "413", "415", "422", "500", "503"}, false},
+		{"GET", "/v1/threads/{thread_id}/turns/{turn_id}/events", []string{"200", "400", "401", "404", "500", "503"}, false},
 		{"DELETE", "/v1/threads/{thread_id}", []string{"204", "401", "404", "500", "503"}, false},
 		{"POST", "/v1/threads/{thread_id}/turns", []string{"200", "400", "401", "404", "409", "413", "415", "422", "500", "502", "503"}, false},
 		{"GET", "/v1/threads/{thread_id}/messages", []string{"200", "400", "401", "404", "500", "503"}, false},
@@ -322,14 +329,14 @@ func TestValidateResponse(t *testing.T) {
 			resp: response{status: 201, header: map[string]string{"Content-Type": "application/json", "Location": "/v1/threads/" + threadID}, body: thread()}},
 		{name: "thread with pending elicitation", method: "GET", path: "/v1/threads/" + threadID, resp: jsonResponse(200, with(thread(), func(m map[string]any) {
 			m["pending_elicitation"] = elicitationRequest()
-			m["pending_expires_at"] = "2025-06-01T10:15:02Z"
+			m["pending_expires_at"] = "2025-06-01T10:15:02.000Z"
 		}))},
 		{name: "deleted thread", method: "DELETE", path: "/v1/threads/" + threadID, resp: response{status: 204}},
 		{name: "history page", method: "GET", path: "/v1/threads/" + threadID + "/messages?limit=2", resp: jsonResponse(200, map[string]any{
 			"messages": []any{userMessage()}, "next_before": nil})},
 		{name: "elicitation pending problem", method: "POST", path: turns, resp: problemResponse(with(problem(409, "elicitation_pending"), func(m map[string]any) {
 			m["elicitation"] = elicitationRequest()
-			m["elicitation_expires_at"] = "2025-06-01T10:15:02Z"
+			m["elicitation_expires_at"] = "2025-06-01T10:15:02.000Z"
 		}))},
 		{name: "validation problem", method: "POST", path: answer, resp: problemResponse(with(problem(422, "validation_failed"), func(m map[string]any) {
 			m["errors"] = []any{map[string]any{"field": "email", "detail": "is required"}}
@@ -402,7 +409,7 @@ func TestValidateResponse(t *testing.T) {
 			resp: jsonResponse(200, completedTurn())},
 		{name: "unknown route answered 200", method: "GET", path: "/v2/nothing", wantFailure: "must be 404",
 			resp: jsonResponse(200, map[string]any{})},
-		{name: "wrong method answered with a bad problem", method: "PATCH", path: "/v1/threads/" + threadID, wantFailure: "MethodNotAllowed",
+		{name: "wrong method answered with a bad problem", method: "PUT", path: "/v1/threads/" + threadID, wantFailure: "MethodNotAllowed",
 			resp: problemResponse(problem(405, "not_found"))},
 		{name: "healthz not ok", method: "GET", path: "/healthz", wantFailure: "status",
 			resp: jsonResponse(200, map[string]any{"status": "degraded"})},
@@ -447,7 +454,7 @@ func TestValidateEvent(t *testing.T) {
 		event, data string
 		wantFailure string
 	}{
-		{event: "message.start", data: `{"thread_id":"` + threadID + `","message_id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a11"}`},
+		{event: "message.start", data: `{"thread_id":"` + threadID + `","turn_id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a0f","message_id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a11","user_message_id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10"}`},
 		{event: "text.delta", data: `{"delta":"Hel"}`},
 		{event: "text.delta", data: `{"delta":"","_meta":{"example.com/app.tokens":3}}`},
 		{event: "turn.completed", data: string(turn)},
@@ -481,7 +488,7 @@ func TestValidateSchema(t *testing.T) {
 		{schema: "ContentBlock", data: `{"type":"text","text":""}`},
 		{schema: "ContentBlock", data: `{"type":"resource_link","uri":"entity:node/42","name":"node 42","_meta":{"drupal.org/ai.entity":{"entity_type":"node","id":"42"}}}`},
 		{schema: "ContentBlock", data: `{"type":"resource","resource":{"uri":"file:///a.bin","blob":"AAEC"},"annotations":{"audience":["assistant"]}}`},
-		{schema: "Message", data: `{"id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10","role":"user","message":"","timestamp":"2025-06-01T10:00:00Z"}`},
+		{schema: "Message", data: `{"id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10","role":"user","message":"","timestamp":"2025-06-01T10:00:00.000Z"}`},
 		{schema: "ElicitResult", data: `{"action":"accept","content":{"a":"x","b":1.5,"c":true,"d":["x"]}}`},
 		{schema: "Meta", data: `{"progressToken":1,"drupal.org/ai.citations":[],"example.com/shop.cart_id":"c","io.modelcontextprotocol/x":{}}`},
 
@@ -490,7 +497,7 @@ func TestValidateSchema(t *testing.T) {
 		{schema: "ContentBlock", data: `{"type":"resource_link","uri":"a:b","name":"n","size":-1}`, wantFailure: "size"},
 		{schema: "ContentBlock", data: `{"type":"text","text":"x","annotations":{"audience":["system"]}}`, wantFailure: "audience"},
 		{schema: "ContentBlock", data: `{"type":"resource","resource":{"uri":"a:b"}}`, wantFailure: "resource"},
-		{schema: "Message", data: `{"id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10","role":"system","message":"","timestamp":"2025-06-01T10:00:00Z"}`, wantFailure: "role"},
+		{schema: "Message", data: `{"id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10","role":"system","message":"","timestamp":"2025-06-01T10:00:00.000Z"}`, wantFailure: "role"},
 		{schema: "ElicitResult", data: `{"action":"accept","content":{"a":{"nested":1}}}`, wantFailure: "content"},
 		{schema: "ElicitResult", data: `{"action":"maybe"}`, wantFailure: "action"},
 		{schema: "Meta", data: `{"drupal.org/":1}`, wantFailure: "drupal.org/"},

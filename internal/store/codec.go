@@ -2,11 +2,14 @@ package store
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"chatd/internal/blocks"
@@ -26,6 +29,9 @@ func withDefaults(opts Options) Options {
 	}
 	if opts.IdempotencyTTL <= 0 {
 		opts.IdempotencyTTL = DefaultOptions.IdempotencyTTL
+	}
+	if opts.TurnEventsTTL <= 0 {
+		opts.TurnEventsTTL = DefaultOptions.TurnEventsTTL
 	}
 	if opts.HistoryMaxBytes <= 0 {
 		opts.HistoryMaxBytes = DefaultOptions.HistoryMaxBytes
@@ -201,4 +207,92 @@ func checkLimit(limit int) error {
 		return fmt.Errorf("store: history limit must be positive, got %d", limit)
 	}
 	return nil
+}
+
+// mergeMetadata applies a metadata patch (a nil value deletes its key) and
+// checks the result against MaxMetadataKeys and MaxMetadataBytes, counted
+// as its JSON encoding.
+func mergeMetadata(current map[string]string, patch ThreadPatch) (map[string]string, error) {
+	if len(patch.Metadata) == 0 && !patch.ClearMetadata {
+		return current, nil
+	}
+	out := make(map[string]string, len(current)+len(patch.Metadata))
+	if !patch.ClearMetadata {
+		for k, v := range current {
+			out[k] = v
+		}
+	}
+	for k, v := range patch.Metadata {
+		if v == nil {
+			delete(out, k)
+		} else {
+			out[k] = *v
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > MaxMetadataKeys || len(b) > MaxMetadataBytes {
+		return nil, fmt.Errorf("store: %d keys, %d bytes: %w", len(out), len(b), ErrMetadataTooLarge)
+	}
+	return out, nil
+}
+
+// encodeMetadata is the stored form of a thread's metadata: its JSON, or ""
+// for none.
+func encodeMetadata(meta map[string]string) (string, error) {
+	if len(meta) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(meta)
+	return string(b), err
+}
+
+func decodeMetadata(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var meta map[string]string
+	if err := json.Unmarshal([]byte(s), &meta); err != nil {
+		return nil, fmt.Errorf("store: corrupt thread metadata: %w", err)
+	}
+	return meta, nil
+}
+
+// threadCursor is a position in a principal's thread list: most recently
+// updated first, ties broken by descending ID.
+type threadCursor struct {
+	updated int64 // Unix milliseconds
+	id      string
+}
+
+// before reports whether k is listed after c.
+func (k threadCursor) before(c threadCursor) bool {
+	return k.updated < c.updated || (k.updated == c.updated && k.id < c.id)
+}
+
+// String is the cursor as clients see it: opaque, URL-safe.
+func (k threadCursor) String() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(k.updated, 10) + ":" + k.id))
+}
+
+func parseThreadCursor(s string) (threadCursor, error) {
+	if s == "" {
+		return threadCursor{}, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	ms, id, ok := strings.Cut(string(raw), ":")
+	n, convErr := strconv.ParseInt(ms, 10, 64)
+	if err != nil || !ok || convErr != nil || id == "" {
+		return threadCursor{}, fmt.Errorf("store: thread cursor %q: %w", s, ErrUnknownCursor)
+	}
+	return threadCursor{updated: n, id: id}, nil
+}
+
+func sortThreadCursors(keys []threadCursor) {
+	sort.Slice(keys, func(i, j int) bool { return keys[j].before(keys[i]) })
 }

@@ -25,8 +25,12 @@ type contractStore interface {
 	BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnStart, error)
 	BeginResume(ctx context.Context, b store.BeginResume) (store.TurnStart, error)
 	CommitTurn(ctx context.Context, c store.Commit) error
-	Release(ctx context.Context, threadID, lockToken string) error
+	Release(ctx context.Context, r store.ReleaseTurn) error
 	History(ctx context.Context, threadID, principal string, limit int, before string) (store.Page, error)
+	AppendTurnEvents(ctx context.Context, threadID, turnID string, events []store.TurnEvent) error
+	TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]store.TurnEvent, bool, error)
+	UpdateThread(ctx context.Context, threadID, principal string, patch store.ThreadPatch) (store.Thread, error)
+	ListThreads(ctx context.Context, principal string, limit int, cursor string) (store.ThreadList, error)
 	Ping(ctx context.Context) error
 	Close() error
 }
@@ -79,6 +83,12 @@ func runContract(t *testing.T, newStore newStoreFunc) {
 		{"CommitAfterDelete", testCommitAfterDelete},
 		{"ConcurrentResume", testConcurrentResume},
 		{"ConcurrentTurns", testConcurrentTurns},
+		{"TurnLog", testTurnLog},
+		{"TurnLogFollow", testTurnLogFollow},
+		{"TurnLogExpiry", testTurnLogExpiry},
+		{"RunningTurn", testRunningTurn},
+		{"UpdateThread", testUpdateThread},
+		{"ListThreads", testListThreads},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -304,7 +314,7 @@ func testWindow(t *testing.T, newStore newStoreFunc) {
 
 	ts := mustBegin(t, st, th.ID, 5)
 	assert.Empty(t, ts.History, "window of an empty thread")
-	require.NoError(t, st.Release(context.Background(), th.ID, ts.LockToken))
+	require.NoError(t, st.Release(context.Background(), store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
 
 	msgs := mustAppend(t, st, th.ID, 7)
 	tests := []struct {
@@ -319,7 +329,9 @@ func testWindow(t *testing.T, newStore newStoreFunc) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.window), func(t *testing.T) {
 			ts := mustBegin(t, st, th.ID, tt.window)
-			defer func() { require.NoError(t, st.Release(context.Background(), th.ID, ts.LockToken)) }()
+			defer func() {
+				require.NoError(t, st.Release(context.Background(), store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
+			}()
 			assert.Equal(t, messageIDs(tt.want), messageIDs(mustDecode(t, ts.History)))
 			assert.Equal(t, messageTexts(tt.want), messageTexts(mustDecode(t, ts.History)))
 			assert.Equal(t, th.ID, ts.Thread.ID)
@@ -351,7 +363,7 @@ func testWindowByProcessor(t *testing.T, newStore newStoreFunc) {
 			ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 4, WindowByProcessor: tt.byProcessor})
 			require.NoError(t, err)
 			assert.Equal(t, messageIDs(tt.want), messageIDs(mustDecode(t, ts.History)))
-			require.NoError(t, st.Release(ctx, th.ID, ts.LockToken))
+			require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
 		})
 	}
 
@@ -521,7 +533,7 @@ func testLockExpiry(t *testing.T, newStore newStoreFunc) {
 		Pause: &stalePause, Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"},
 	})
 	assert.ErrorIs(t, err, store.ErrLockLost)
-	assert.ErrorIs(t, st.Release(ctx, th.ID, stale.LockToken), store.ErrLockLost)
+	assert.ErrorIs(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: stale.LockToken}), store.ErrLockLost)
 
 	// The stale commit wrote nothing, and did not disturb the fresh lock.
 	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: fresh.LockToken, Messages: newTestMessages(2, "fresh")}))
@@ -540,17 +552,17 @@ func testRelease(t *testing.T, newStore newStoreFunc) {
 	th := mustCreateThread(t, st)
 	ts := mustBegin(t, st, th.ID, 0)
 
-	require.NoError(t, st.Release(ctx, th.ID, ts.LockToken))
-	assert.ErrorIs(t, st.Release(ctx, th.ID, ts.LockToken), store.ErrLockLost)
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
+	assert.ErrorIs(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}), store.ErrLockLost)
 	assert.ErrorIs(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: ts.LockToken, Messages: newTestMessages(1, "x")}), store.ErrLockLost)
 	assert.Empty(t, mustHistoryAll(t, st, th.ID))
 
 	next := mustBegin(t, st, th.ID, 0)
-	assert.ErrorIs(t, st.Release(ctx, th.ID, "not-the-token"), store.ErrLockLost)
+	assert.ErrorIs(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: "not-the-token"}), store.ErrLockLost)
 	_, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL})
 	assert.ErrorIs(t, err, store.ErrBusy, "a wrong token does not release the lock")
-	require.NoError(t, st.Release(ctx, th.ID, next.LockToken))
-	assert.ErrorIs(t, st.Release(ctx, blocks.NewID(), next.LockToken), store.ErrLockLost)
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: next.LockToken}))
+	assert.ErrorIs(t, st.Release(ctx, store.ReleaseTurn{ThreadID: blocks.NewID(), LockToken: next.LockToken}), store.ErrLockLost)
 }
 
 func testIdempotency(t *testing.T, newStore newStoreFunc) {
@@ -585,7 +597,7 @@ func testIdempotency(t *testing.T, newStore newStoreFunc) {
 			if !tt.wantReplay {
 				assert.Nil(t, ts.Replay)
 				assert.NotEmpty(t, ts.LockToken)
-				require.NoError(t, st.Release(ctx, tt.threadID, ts.LockToken))
+				require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: tt.threadID, LockToken: ts.LockToken}))
 				return
 			}
 			assert.Equal(t, &rec, ts.Replay)
@@ -602,7 +614,7 @@ func testIdempotency(t *testing.T, newStore newStoreFunc) {
 	assert.Equal(t, &rec, ts.Replay)
 	_, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, IdempotencyKey: "key-3", LockTTL: lockTTL})
 	assert.ErrorIs(t, err, store.ErrBusy)
-	require.NoError(t, st.Release(ctx, th.ID, running.LockToken))
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: running.LockToken}))
 
 	// Another principal never reaches the record.
 	_, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: bob, IdempotencyKey: rec.Key, LockTTL: lockTTL})
@@ -630,7 +642,7 @@ func testIdempotencyExpiry(t *testing.T, newStore newStoreFunc) {
 		}
 		assert.Nil(c, ts.Replay)
 		if ts.LockToken != "" {
-			assert.NoError(c, st.Release(ctx, th.ID, ts.LockToken))
+			assert.NoError(c, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
 		}
 	}, 10*time.Second, 20*time.Millisecond)
 }
@@ -670,7 +682,7 @@ func testResumeOutcomes(t *testing.T, newStore newStoreFunc) {
 
 	// Releasing the claim (a failed processor, an invalid answer) leaves the
 	// question pending.
-	require.NoError(t, st.Release(ctx, th.ID, claim.LockToken))
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: claim.LockToken}))
 	_, pending, err = st.GetThread(ctx, th.ID, alice)
 	require.NoError(t, err)
 	assertSamePending(t, p, pending)
@@ -696,7 +708,7 @@ func testResumeOutcomes(t *testing.T, newStore newStoreFunc) {
 	claim, err = resume(next.ElicitationID)
 	require.NoError(t, err)
 	assertSamePending(t, next, claim.Pending)
-	require.NoError(t, st.Release(ctx, th.ID, claim.LockToken))
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: claim.LockToken}))
 }
 
 func testPendingExpiry(t *testing.T, newStore newStoreFunc) {
@@ -708,12 +720,20 @@ func testPendingExpiry(t *testing.T, newStore newStoreFunc) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL})
 		if assert.NoError(c, err) {
-			assert.NoError(c, st.Release(ctx, th.ID, ts.LockToken))
+			assert.NoError(c, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
 		}
 	}, 10*time.Second, 20*time.Millisecond)
 
-	_, err := st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: p.ElicitationID, LockTTL: lockTTL})
-	assert.ErrorIs(t, err, store.ErrElicitationExpired)
+	// The first resume to find the expiry is told so, once: the expiry
+	// metric counts each elicitation once however often it is retried.
+	for i, wantFirst := range []bool{true, false, false} {
+		_, err := st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: p.ElicitationID, LockTTL: lockTTL})
+		assert.ErrorIs(t, err, store.ErrElicitationExpired)
+		var expired *store.ExpiredError
+		if assert.ErrorAs(t, err, &expired) {
+			assert.Equal(t, wantFirst, expired.First, "resume %d", i+1)
+		}
+	}
 	_, pending, err := st.GetThread(ctx, th.ID, alice)
 	require.NoError(t, err)
 	assert.Nil(t, pending)

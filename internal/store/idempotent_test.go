@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,8 +40,32 @@ func (h *resendHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
+// ProcessPipelineHook sends a pipeline that holds a script twice: its other
+// commands (thread index updates) must be as idempotent as the scripts.
 func (h *resendHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		scripted := false
+		for _, cmd := range cmds {
+			if name := cmd.Name(); name == "evalsha" || name == "eval" {
+				scripted = true
+			}
+		}
+		if !scripted {
+			return next(ctx, cmds)
+		}
+		_ = next(ctx, cmds)
+		for _, cmd := range cmds {
+			if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+				return cmd.Err()
+			}
+			cmd.SetErr(nil)
+		}
+		err := next(ctx, cmds)
+		if err == nil {
+			h.resent.Add(1)
+		}
+		return err
+	}
 }
 
 // resendEnv is a store whose every script runs twice, a plain store on the
@@ -69,7 +94,8 @@ func newTestResendEnv(tb testing.TB, srv *redistest.Server) *resendEnv {
 	}
 }
 
-// lockValue returns the raw turn lock of threadID, "" when none is held.
+// lockValue returns who holds the turn lock of threadID as
+// "<token>|<claimed elicitation ID>", "" when none is held.
 func (e *resendEnv) lockValue(tb testing.TB, threadID string) string {
 	tb.Helper()
 	v, err := e.rdb.Get(context.Background(), "chatd:{"+threadID+"}:lock").Result()
@@ -77,7 +103,9 @@ func (e *resendEnv) lockValue(tb testing.TB, threadID string) string {
 		return ""
 	}
 	require.NoError(tb, err)
-	return v
+	token, rest, _ := strings.Cut(v, "|")
+	claim, _, _ := strings.Cut(rest, "|")
+	return token + "|" + claim
 }
 
 func (e *resendEnv) threadField(tb testing.TB, threadID, field string) string {
@@ -228,11 +256,11 @@ func testResendRelease(t *testing.T, e *resendEnv) {
 	require.NoError(t, err)
 	// The package documents this: a resent release finds no lock and says
 	// so, and callers ignore a release's error; the state is one release's.
-	assert.ErrorIs(t, e.resend.Release(ctx, th.ID, resume.LockToken), store.ErrLockLost)
+	assert.ErrorIs(t, e.resend.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: resume.LockToken}), store.ErrLockLost)
 	assert.Empty(t, e.lockValue(t, th.ID))
 	again, err := e.plain.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: pause.ElicitationID, LockTTL: lockTTL})
 	require.NoError(t, err, "the released claim leaves the elicitation pending")
-	require.NoError(t, e.plain.Release(ctx, th.ID, again.LockToken))
+	require.NoError(t, e.plain.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: again.LockToken}))
 }
 
 // testResendStillRefused checks that recognising a script's own earlier run
@@ -248,7 +276,7 @@ func testResendStillRefused(t *testing.T, e *resendEnv) {
 	assert.ErrorIs(t, err, store.ErrElicitationConsumed, "another answer's claim")
 	_, err = e.resend.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL})
 	assert.ErrorIs(t, err, store.ErrBusy, "another turn's lock")
-	require.NoError(t, e.plain.Release(ctx, th.ID, claim.LockToken))
+	require.NoError(t, e.plain.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: claim.LockToken}))
 
 	// A turn whose lock went (as at expiry) is refused, resent or not, both
 	// before and after another turn committed: last_commit is not its token.
@@ -327,7 +355,7 @@ func TestRedisRefusedClient(t *testing.T) {
 				{"BeginTurn", func() error {
 					ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL})
 					if err == nil {
-						return st.Release(ctx, th.ID, ts.LockToken)
+						return st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken})
 					}
 					return err
 				}},

@@ -18,6 +18,8 @@ type Memory struct {
 	mu        sync.Mutex
 	threads   map[string]*memThread
 	lastSweep time.Time
+	// owners indexes threads by owner, for ListThreads.
+	owners map[string]map[string]*memThread
 	// used is the footprint of every thread held, against
 	// opts.MemoryMaxBytes.
 	used int64
@@ -47,9 +49,25 @@ type memThread struct {
 	lockToken string
 	lockClaim string // elicitation ID a resume turn claimed, "" for a plain turn
 	lockExp   time.Time
+	// The turn holding the lock: its ID, start, and the idempotency field
+	// and request fingerprint it was begun with.
+	lockTurn        RunningTurn
+	lockIdem        string
+	lockFingerprint string
 
 	idem      map[string]memIdempotency
 	idemBytes int64
+
+	turns map[string]*memTurnLog
+}
+
+// memTurnLog is a turn's event log. changed is closed and replaced on every
+// append, waking the readers waiting for more. Logs are not counted against
+// MemoryMaxBytes: each lives at most the turn timeout plus TurnEventsTTL.
+type memTurnLog struct {
+	events  []TurnEvent
+	expires time.Time
+	changed chan struct{}
 }
 
 // Fixed costs the footprint adds to the data itself: map and slice entries,
@@ -79,6 +97,11 @@ func (m *Memory) checkRoom() error {
 func (m *Memory) drop(id string, th *memThread) {
 	m.used -= th.footprint()
 	delete(m.threads, id)
+	owned := m.owners[th.thread.Owner]
+	delete(owned, id)
+	if len(owned) == 0 {
+		delete(m.owners, th.thread.Owner)
+	}
 }
 
 type memIdempotency struct {
@@ -97,6 +120,7 @@ func NewMemory(opts Options) *Memory {
 		opts:    withDefaults(opts),
 		now:     time.Now,
 		threads: make(map[string]*memThread),
+		owners:  make(map[string]map[string]*memThread),
 	}
 }
 
@@ -166,16 +190,74 @@ func decodeAll(enc []encodedMessage) ([]blocks.Message, error) {
 	return out, nil
 }
 
-func (th *memThread) lock(ttl time.Duration, claim string, now time.Time) (string, error) {
+// lock takes the turn lock for turn and starts its event log, which lives
+// while the lock may be held and eventsTTL after.
+func (th *memThread) lock(ttl time.Duration, claim string, turn TurnBegin, idem string, eventsTTL time.Duration, now time.Time) (string, error) {
 	token, err := newLockToken()
 	if err != nil {
 		return "", err
 	}
 	th.lockToken, th.lockClaim, th.lockExp = token, claim, now.Add(ttl)
+	th.lockTurn = RunningTurn{ID: turn.ID, StartedAt: now.UTC().Truncate(time.Millisecond)}
+	th.lockIdem, th.lockFingerprint = idem, turn.Fingerprint
+	if turn.ID != "" {
+		th.sweepTurns(now)
+		log := &memTurnLog{expires: now.Add(ttl + eventsTTL), changed: make(chan struct{})}
+		if turn.Start.Name != "" {
+			log.events = append(log.events, turn.Start)
+		}
+		th.turns[turn.ID] = log
+	}
 	return token, nil
 }
 
-func (th *memThread) unlock() { th.lockToken, th.lockClaim, th.lockExp = "", "", time.Time{} }
+func (th *memThread) unlock() {
+	th.lockToken, th.lockClaim, th.lockExp = "", "", time.Time{}
+	th.lockTurn, th.lockIdem, th.lockFingerprint = RunningTurn{}, "", ""
+}
+
+// view is the thread as reads return it, with the running turn if any.
+func (th *memThread) view(now time.Time) Thread {
+	t := th.thread
+	if th.lockHeld(now) && th.lockTurn.ID != "" {
+		running := th.lockTurn
+		t.Running = &running
+	}
+	return t
+}
+
+// appendEvents adds events to a turn's log and wakes its readers; ttl, when
+// positive, becomes the log's remaining life.
+func (th *memThread) appendEvents(turnID string, events []TurnEvent, ttl time.Duration, now time.Time) {
+	log, ok := th.turns[turnID]
+	if !ok || !now.Before(log.expires) {
+		return
+	}
+	last := 0
+	if n := len(log.events); n > 0 {
+		last = log.events[n-1].ID
+	}
+	for _, e := range events {
+		// An event already logged (a re-sent append) is not logged twice.
+		if e.ID > last {
+			log.events = append(log.events, e)
+			last = e.ID
+		}
+	}
+	if ttl > 0 {
+		log.expires = now.Add(ttl)
+	}
+	close(log.changed)
+	log.changed = make(chan struct{})
+}
+
+func (th *memThread) sweepTurns(now time.Time) {
+	for id, log := range th.turns {
+		if !now.Before(log.expires) {
+			delete(th.turns, id)
+		}
+	}
+}
 
 // CreateThread stores a new thread. Zero timestamps are set to now.
 func (m *Memory) CreateThread(ctx context.Context, t Thread) error {
@@ -199,8 +281,13 @@ func (m *Memory) CreateThread(ctx context.Context, t Thread) error {
 		index:        make(map[string]int),
 		elicitations: make(map[string]string),
 		idem:         make(map[string]memIdempotency),
+		turns:        make(map[string]*memTurnLog),
 	}
 	m.threads[t.ID] = th
+	if m.owners[t.Owner] == nil {
+		m.owners[t.Owner] = make(map[string]*memThread)
+	}
+	m.owners[t.Owner][t.ID] = th
 	m.used += th.footprint()
 	return nil
 }
@@ -216,15 +303,20 @@ func (m *Memory) GetThread(ctx context.Context, threadID, principal string) (Thr
 	if err != nil {
 		return Thread{}, nil, err
 	}
+	return th.state(now)
+}
+
+// state is the thread as reads return it, with its live pending elicitation.
+func (th *memThread) state(now time.Time) (Thread, *Pending, error) {
 	p := th.livePending(now)
 	if p == nil {
-		return th.thread, nil, nil
+		return th.view(now), nil, nil
 	}
 	pending, err := decodePending(p)
 	if err != nil {
 		return Thread{}, nil, err
 	}
-	return th.thread, pending, nil
+	return th.view(now), pending, nil
 }
 
 // DeleteThread removes the thread and everything it owns. It returns
@@ -254,16 +346,22 @@ func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) 
 	if err != nil {
 		return TurnStart{}, err
 	}
+	field := ""
 	if b.IdempotencyKey != "" {
-		if rec, ok := th.idem[idempotencyField(b.Principal, b.IdempotencyKey)]; ok && now.Before(rec.expires) {
+		field = idempotencyField(b.Principal, b.IdempotencyKey)
+		if rec, ok := th.idem[field]; ok && now.Before(rec.expires) {
 			replay, err := decodeIdempotency(rec.data)
 			if err != nil {
 				return TurnStart{}, err
 			}
-			return TurnStart{Thread: th.thread, Replay: replay}, nil
+			return TurnStart{Thread: th.view(now), Replay: replay}, nil
 		}
 	}
 	if th.lockHeld(now) {
+		if field != "" && th.lockIdem == field {
+			return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID,
+				&RunningError{TurnID: th.lockTurn.ID, Fingerprint: th.lockFingerprint})
+		}
 		return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID, ErrBusy)
 	}
 	if p := th.livePending(now); p != nil {
@@ -276,11 +374,11 @@ func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) 
 	if err := m.checkRoom(); err != nil {
 		return TurnStart{}, err
 	}
-	token, err := th.lock(b.LockTTL, "", now)
+	token, err := th.lock(b.LockTTL, "", b.Turn, field, m.opts.TurnEventsTTL, now)
 	if err != nil {
 		return TurnStart{}, err
 	}
-	return TurnStart{Thread: th.thread, LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor))}, nil
+	return TurnStart{Thread: th.view(now), LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor))}, nil
 }
 
 // BeginResume starts the turn that answers elicitation b.ElicitationID by
@@ -311,23 +409,30 @@ func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, err
 		if err := m.checkRoom(); err != nil {
 			return TurnStart{}, err
 		}
-		token, err := th.lock(b.LockTTL, b.ElicitationID, now)
+		token, err := th.lock(b.LockTTL, b.ElicitationID, b.Turn, "", m.opts.TurnEventsTTL, now)
 		if err != nil {
 			return TurnStart{}, err
 		}
-		return TurnStart{Thread: th.thread, LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor)), Pending: pending}, nil
+		return TurnStart{Thread: th.view(now), LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor)), Pending: pending}, nil
 	}
-	return TurnStart{}, elicitationStateError(b.ElicitationID, th.elicitations[b.ElicitationID])
+	state := th.elicitations[b.ElicitationID]
+	if state == elicitationIssued {
+		th.elicitations[b.ElicitationID] = elicitationExpired
+	}
+	return TurnStart{}, elicitationStateError(b.ElicitationID, state)
 }
 
 // elicitationStateError maps the recorded state of an elicitation that is not
-// pending to the error a resume gets.
+// pending to the error a resume gets. An issued one is finding its expiry
+// for the first time (the caller records it as expired).
 func elicitationStateError(id, state string) error {
 	switch state {
 	case elicitationConsumed:
 		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationConsumed)
 	case elicitationIssued:
-		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationExpired)
+		return &ExpiredError{ID: id, First: true}
+	case elicitationExpired:
+		return &ExpiredError{ID: id}
 	default:
 		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationNotFound)
 	}
@@ -337,6 +442,8 @@ func elicitationStateError(id, state string) error {
 const (
 	elicitationIssued   = "issued"
 	elicitationConsumed = "consumed"
+	// elicitationExpired: issued, and a resume has found it expired.
+	elicitationExpired = "expired"
 )
 
 // CommitTurn writes a turn's outcome and releases its lock, all or nothing.
@@ -430,27 +537,162 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 		th.idem[field] = memIdempotency{data: idem, expires: now.Add(m.opts.IdempotencyTTL)}
 		th.idemBytes += int64(len(idem))
 	}
+	if c.Preview != "" && th.thread.Preview == "" {
+		th.thread.Preview = c.Preview
+	}
 	if th.thread.UpdatedAt, err = parseTime(formatTime(now)); err != nil {
 		return err
 	}
 	th.expires = now.Add(m.opts.ThreadTTL)
+	if c.TurnID != "" {
+		th.appendEvents(c.TurnID, c.Events, m.opts.TurnEventsTTL, now)
+	}
 	th.unlock()
 	return nil
 }
 
-// Release ends a begun turn without writing anything, un-claiming the
-// elicitation a resume claimed. It returns ErrLockLost when lockToken no
-// longer holds the lock.
-func (m *Memory) Release(ctx context.Context, threadID, lockToken string) error {
+// Release ends a begun turn without writing its outcome, un-claiming the
+// elicitation a resume claimed, and appends r.Events to the turn's log. It
+// returns ErrLockLost when r.LockToken no longer holds the lock.
+func (m *Memory) Release(ctx context.Context, r ReleaseTurn) error {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	th := m.live(threadID, now)
-	if th == nil || !th.lockHeld(now) || th.lockToken != lockToken {
-		return fmt.Errorf("store: thread %s: %w", threadID, ErrLockLost)
+	th := m.live(r.ThreadID, now)
+	if th == nil || !th.lockHeld(now) || th.lockToken != r.LockToken {
+		return fmt.Errorf("store: thread %s: %w", r.ThreadID, ErrLockLost)
+	}
+	if r.TurnID != "" {
+		th.appendEvents(r.TurnID, r.Events, m.opts.TurnEventsTTL, now)
 	}
 	th.unlock()
 	return nil
+}
+
+// AppendTurnEvents adds events to the log of a running turn. A log that has
+// expired, or a deleted thread, takes nothing and is not an error: nobody
+// can read it any more.
+func (m *Memory) AppendTurnEvents(ctx context.Context, threadID, turnID string, events []TurnEvent) error {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if th := m.live(threadID, now); th != nil {
+		th.appendEvents(turnID, events, 0, now)
+	}
+	return nil
+}
+
+// TurnEvents returns the events of a turn's log after the one with ID
+// after, oldest first, and whether the log has ended (holds its last
+// event). When there are none yet and the log has not ended it waits up to
+// wait for more. It returns ErrNotFound for a thread principal does not own
+// and ErrTurnNotFound for a log that does not exist.
+func (m *Memory) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		events, changed, err := m.turnEvents(threadID, principal, turnID, after)
+		if err != nil || len(events) > 0 || changed == nil {
+			return events, changed == nil && err == nil, err
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return nil, false, nil
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// turnEvents reads a turn's log once; changed is nil when the log has ended.
+func (m *Memory) turnEvents(threadID, principal, turnID string, after int) ([]TurnEvent, <-chan struct{}, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th, err := m.owned(threadID, principal, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	log, ok := th.turns[turnID]
+	if !ok || !now.Before(log.expires) {
+		return nil, nil, fmt.Errorf("store: turn %s: %w", turnID, ErrTurnNotFound)
+	}
+	var out []TurnEvent
+	for _, e := range log.events {
+		if e.ID > after {
+			out = append(out, e)
+		}
+	}
+	if n := len(log.events); n > 0 && log.events[n-1].Final() {
+		return out, nil, nil
+	}
+	return out, log.changed, nil
+}
+
+// UpdateThread applies patch to the principal's thread and returns it. It
+// returns ErrNotFound, or ErrMetadataTooLarge with nothing changed.
+func (m *Memory) UpdateThread(ctx context.Context, threadID, principal string, patch ThreadPatch) (Thread, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th, err := m.owned(threadID, principal, now)
+	if err != nil {
+		return Thread{}, err
+	}
+	meta, err := mergeMetadata(th.thread.Metadata, patch)
+	if err != nil {
+		return Thread{}, err
+	}
+	th.thread.Metadata = meta
+	if patch.SetTitle {
+		th.thread.Title = patch.Title
+	}
+	if th.thread.UpdatedAt, err = parseTime(formatTime(now)); err != nil {
+		return Thread{}, err
+	}
+	th.expires = now.Add(m.opts.ThreadTTL)
+	return th.view(now), nil
+}
+
+// ListThreads returns a page of the principal's threads, most recently
+// updated first, after cursor (empty for the first page). It returns
+// ErrUnknownCursor for a cursor it did not mint.
+func (m *Memory) ListThreads(ctx context.Context, principal string, limit int, cursor string) (ThreadList, error) {
+	if limit < 1 {
+		return ThreadList{}, fmt.Errorf("store: limit %d: must be positive", limit)
+	}
+	after, err := parseThreadCursor(cursor)
+	if err != nil {
+		return ThreadList{}, err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var keys []threadCursor
+	for id, th := range m.owners[principal] {
+		if m.live(id, now) == nil {
+			continue
+		}
+		k := threadCursor{updated: th.thread.UpdatedAt.UnixMilli(), id: id}
+		if cursor == "" || k.before(after) {
+			keys = append(keys, k)
+		}
+	}
+	sortThreadCursors(keys)
+	var list ThreadList
+	for i, k := range keys {
+		if i == limit {
+			list.Next = keys[i-1].String()
+			break
+		}
+		t, p, err := m.threads[k.id].state(now)
+		if err != nil {
+			return ThreadList{}, err
+		}
+		list.Threads = append(list.Threads, ThreadState{Thread: t, Pending: p})
+	}
+	return list, nil
 }
 
 // History returns one page of the thread's history; see Page. It returns

@@ -2,11 +2,14 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -162,10 +165,78 @@ func (k redisKeys) all() []string {
 	return []string{k.thread, k.msgs, k.msgdata, k.pending, k.elicitations, k.lock, k.idem, k.idemexp}
 }
 
+// turnKey is the stream that logs a turn's events; it shares its thread's
+// hash tag.
+func turnKey(threadID, turnID string) string {
+	return "chatd:{" + threadID + "}:turn:" + turnID
+}
+
+// ownerKey is the principal's thread index: a sorted set of thread IDs
+// scored by their last update (Unix ms). Its hash tag is the principal's (a
+// digest, since a principal may hold any character), so Cluster spreads
+// principals over slots; it is updated in the same pipeline as the thread.
+func ownerKey(principal string) string {
+	sum := sha256.Sum256([]byte(principal))
+	return "chatd:{p:" + hex.EncodeToString(sum[:16]) + "}:threads"
+}
+
+// eventArgs appends a count and then id, name, data for each event.
+func eventArgs(args []any, events []TurnEvent) []any {
+	args = append(args, len(events))
+	for _, e := range events {
+		args = append(args, e.ID, e.Name, e.Data)
+	}
+	return args
+}
+
+// startEvents is a begin's first event, when it has one.
+func startEvents(t TurnBegin) []TurnEvent {
+	if t.ID == "" || t.Start.Name == "" {
+		return nil
+	}
+	return []TurnEvent{t.Start}
+}
+
 // run executes a script (EVALSHA, falling back to EVAL the first time a
 // server sees it) and splits its reply into status and data.
 func (r *Redis) run(ctx context.Context, op string, s *redis.Script, keys []string, args ...any) (string, []any, error) {
-	reply, err := s.Run(ctx, r.client, keys, args...).Slice()
+	return splitReply(op, s.Run(ctx, r.client, keys, args...))
+}
+
+// runWithIndex runs a script on a thread's keys and, in the same pipeline
+// (one round trip; Cluster sends each part to its own node), touches the
+// owner's thread index. A script the server does not know yet is loaded and
+// the pipeline sent again: the scripts are idempotent per call, and so are
+// the index commands.
+func (r *Redis) runWithIndex(ctx context.Context, op string, s *redis.Script, keys []string, args []any, index func(redis.Pipeliner)) (string, []any, error) {
+	var cmd *redis.Cmd
+	send := func() error {
+		_, err := r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			cmd = s.EvalSha(ctx, pipe, keys, args...)
+			index(pipe)
+			return nil
+		})
+		return err
+	}
+	err := send()
+	if err != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		if err = s.Load(ctx, r.client).Err(); err == nil {
+			err = send()
+		}
+	}
+	if err != nil && cmd.Err() == nil {
+		// The script ran; only the index command failed. The index is a
+		// listing aid that the next write or listing repairs.
+		err = nil
+	}
+	if err != nil {
+		return "", nil, wrapRedisError(op, err)
+	}
+	return splitReply(op, cmd)
+}
+
+func splitReply(op string, cmd *redis.Cmd) (string, []any, error) {
+	reply, err := cmd.Slice()
 	if err != nil {
 		return "", nil, wrapRedisError(op, err)
 	}
@@ -176,16 +247,24 @@ func (r *Redis) run(ctx context.Context, op string, s *redis.Script, keys []stri
 	return status, reply[1:], nil
 }
 
-// runWrite runs a script that writes what a client is told is kept. With
-// Options.WaitReplicas it pipelines WAIT after the script, on the same
+// runWrite runs a script that writes what a client is told is kept, and
+// index, the owner's thread index update, beside it (see runWithIndex).
+// With Options.WaitReplicas it pipelines WAIT after the script, on the same
 // connection to the master that ran it, so the acknowledgement costs no
 // extra round trip; a script that answered OK but reached fewer replicas
-// than asked within WaitTimeout is ErrUnavailable.
-func (r *Redis) runWrite(ctx context.Context, op string, s *redis.Script, keys []string, args ...any) (string, []any, error) {
+// than asked within WaitTimeout is ErrUnavailable. The index, a listing aid
+// on another slot, is then updated alongside, not waited for.
+func (r *Redis) runWrite(ctx context.Context, op string, s *redis.Script, keys []string, args []any, index func(redis.Pipeliner)) (string, []any, error) {
 	n := r.opts.WaitReplicas
 	if n <= 0 {
-		return r.run(ctx, op, s, keys, args...)
+		return r.runWithIndex(ctx, op, s, keys, args, index)
 	}
+	indexed := make(chan struct{})
+	go func() {
+		defer close(indexed)
+		_, _ = r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error { index(pipe); return nil })
+	}()
+	defer func() { <-indexed }()
 	var (
 		reply []any
 		acked int64
@@ -288,7 +367,10 @@ func isUnavailable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded):
 		return true
 	}
-	return redis.IsLoadingError(err) || redis.IsClusterDownError(err) || redis.IsTryAgainError(err) ||
+	// MOVED or ASK reaching here means the client followed redirects as
+	// far as it would while the Cluster's slot map was changing (a
+	// failover): the slot is between masters, not the request at fault.
+	return isRedirect(err) || redis.IsLoadingError(err) || redis.IsClusterDownError(err) || redis.IsTryAgainError(err) ||
 		redis.IsMasterDownError(err) || redis.IsReadOnlyError(err) || redis.IsMaxClientsError(err) ||
 		redis.IsOOMError(err) || redis.IsAuthError(err) || redis.IsPermissionError(err)
 }
@@ -302,16 +384,20 @@ func replyString(v any) (string, bool) {
 	return s, ok
 }
 
-// threadFromReply decodes the owner, processor, created, updated quadruple
-// the scripts return.
+// threadFields is how many reply elements a thread takes (thread_reply).
+const threadFields = 9
+
+// threadFromReply decodes a thread as thread_reply returns it: owner,
+// processor, created, updated, title, metadata, preview (the last three
+// nil when absent), then the running turn's ID and start (nil when none).
 func threadFromReply(id string, data []any) (Thread, error) {
-	if len(data) < 4 {
+	if len(data) < threadFields {
 		return Thread{}, fmt.Errorf("store: thread %s: short reply", id)
 	}
-	var f [4]string
+	var f [threadFields]string
 	for i := range f {
 		s, ok := replyString(data[i])
-		if !ok {
+		if !ok && i < 4 {
 			return Thread{}, fmt.Errorf("store: thread %s: corrupt record", id)
 		}
 		f[i] = s
@@ -324,7 +410,21 @@ func threadFromReply(id string, data []any) (Thread, error) {
 	if err != nil {
 		return Thread{}, err
 	}
-	return Thread{ID: id, Owner: f[0], Processor: f[1], CreatedAt: created, UpdatedAt: updated}, nil
+	t := Thread{ID: id, Owner: f[0], Processor: f[1], CreatedAt: created, UpdatedAt: updated, Preview: f[6]}
+	if title, ok := replyString(data[4]); ok {
+		t.Title = &title
+	}
+	if t.Metadata, err = decodeMetadata(f[5]); err != nil {
+		return Thread{}, err
+	}
+	if f[7] != "" {
+		ms, err := strconv.ParseInt(f[8], 10, 64)
+		if err != nil {
+			return Thread{}, fmt.Errorf("store: thread %s: corrupt lock", id)
+		}
+		t.Running = &RunningTurn{ID: f[7], StartedAt: time.UnixMilli(ms).UTC()}
+	}
+	return t, nil
 }
 
 func messagesFromReply(data []any) ([]blocks.Message, error) {
@@ -387,7 +487,8 @@ func (r *Redis) CreateThread(ctx context.Context, t Thread) error {
 	}
 	k := keysFor(t.ID)
 	status, _, err := r.runWrite(ctx, "create thread", createScript, []string{k.thread},
-		t.Owner, t.Processor, formatTime(t.CreatedAt), formatTime(t.UpdatedAt), r.opts.ThreadTTL.Milliseconds(), call)
+		[]any{t.Owner, t.Processor, formatTime(t.CreatedAt), formatTime(t.UpdatedAt), r.opts.ThreadTTL.Milliseconds(), call},
+		r.touchIndex(t.Owner, t.ID, t.UpdatedAt, false))
 	if err != nil {
 		return err
 	}
@@ -405,7 +506,7 @@ func (r *Redis) CreateThread(ctx context.Context, t Thread) error {
 // does not own it, and ErrUnavailable when Redis cannot be reached.
 func (r *Redis) GetThread(ctx context.Context, threadID, principal string) (Thread, *Pending, error) {
 	k := keysFor(threadID)
-	status, data, err := r.run(ctx, "get thread", getScript, []string{k.thread, k.pending}, principal)
+	status, data, err := r.run(ctx, "get thread", getScript, []string{k.thread, k.pending, k.lock}, principal)
 	if err != nil {
 		return Thread{}, nil, err
 	}
@@ -420,10 +521,10 @@ func (r *Redis) GetThread(ctx context.Context, threadID, principal string) (Thre
 	if err != nil {
 		return Thread{}, nil, err
 	}
-	if len(data) < 5 {
+	if len(data) <= threadFields {
 		return t, nil, nil
 	}
-	p, err := pendingFromReply(data[4])
+	p, err := pendingFromReply(data[threadFields])
 	if err != nil {
 		return Thread{}, nil, err
 	}
@@ -433,7 +534,8 @@ func (r *Redis) GetThread(ctx context.Context, threadID, principal string) (Thre
 // DeleteThread removes the thread and every key it owns. It returns
 // ErrNotFound when the thread does not exist or principal does not own it.
 func (r *Redis) DeleteThread(ctx context.Context, threadID, principal string) error {
-	status, _, err := r.runWrite(ctx, "delete thread", deleteScript, keysFor(threadID).all(), principal)
+	status, _, err := r.runWrite(ctx, "delete thread", deleteScript, keysFor(threadID).all(), []any{principal},
+		func(pipe redis.Pipeliner) { pipe.ZRem(ctx, ownerKey(principal), threadID) })
 	if err != nil {
 		return err
 	}
@@ -462,9 +564,11 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 		field = idempotencyField(b.Principal, b.IdempotencyKey)
 	}
 	k := keysFor(b.ThreadID)
+	args := eventArgs([]any{b.Principal, field, token, b.LockTTL.Milliseconds(), b.Turn.ID, b.Turn.Fingerprint,
+		r.opts.TurnEventsTTL.Milliseconds()}, startEvents(b.Turn))
 	status, data, err := r.run(ctx, "begin turn", beginTurnScript,
-		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp},
-		windowArgs(b.Window, b.WindowByProcessor, b.Principal, field, token, b.LockTTL.Milliseconds())...)
+		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp, turnKey(b.ThreadID, b.Turn.ID)},
+		windowArgs(b.Window, b.WindowByProcessor, args...)...)
 	if err != nil {
 		return TurnStart{}, err
 	}
@@ -473,6 +577,10 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 		return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID, ErrNotFound)
 	case "BUSY":
 		return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID, ErrBusy)
+	case "RUNNING":
+		turn, _ := replyString(data[0])
+		fingerprint, _ := replyString(data[1])
+		return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID, &RunningError{TurnID: turn, Fingerprint: fingerprint})
 	case "PENDING":
 		p, err := pendingFromReply(data[0])
 		if err != nil {
@@ -484,7 +592,7 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 		if err != nil {
 			return TurnStart{}, err
 		}
-		s, _ := replyString(data[4])
+		s, _ := replyString(data[threadFields])
 		rec, err := decodeIdempotency([]byte(s))
 		if err != nil {
 			return TurnStart{}, err
@@ -495,7 +603,7 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 		if err != nil {
 			return TurnStart{}, err
 		}
-		history, err := encodedFromReply(data[4:])
+		history, err := encodedFromReply(data[threadFields:])
 		if err != nil {
 			return TurnStart{}, err
 		}
@@ -516,9 +624,11 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 		return TurnStart{}, err
 	}
 	k := keysFor(b.ThreadID)
+	args := eventArgs([]any{b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds(), b.Turn.ID,
+		r.opts.TurnEventsTTL.Milliseconds()}, startEvents(b.Turn))
 	status, data, err := r.run(ctx, "begin resume", beginResumeScript,
-		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations},
-		windowArgs(b.Window, b.WindowByProcessor, b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds())...)
+		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, turnKey(b.ThreadID, b.Turn.ID)},
+		windowArgs(b.Window, b.WindowByProcessor, args...)...)
 	if err != nil {
 		return TurnStart{}, err
 	}
@@ -530,7 +640,11 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 	case "CONSUMED":
 		return TurnStart{}, elicitationStateError(b.ElicitationID, elicitationConsumed)
 	case "EXPIRED":
-		return TurnStart{}, elicitationStateError(b.ElicitationID, elicitationIssued)
+		state := elicitationExpired
+		if len(data) > 0 && data[0] == "first" {
+			state = elicitationIssued
+		}
+		return TurnStart{}, elicitationStateError(b.ElicitationID, state)
 	case "UNKNOWN":
 		return TurnStart{}, elicitationStateError(b.ElicitationID, "")
 	case "OK":
@@ -538,11 +652,11 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 		if err != nil {
 			return TurnStart{}, err
 		}
-		p, err := pendingFromReply(data[4])
+		p, err := pendingFromReply(data[threadFields])
 		if err != nil {
 			return TurnStart{}, err
 		}
-		history, err := encodedFromReply(data[5:])
+		history, err := encodedFromReply(data[threadFields+1:])
 		if err != nil {
 			return TurnStart{}, err
 		}
@@ -582,20 +696,30 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	if err != nil {
 		return err
 	}
-	args := make([]any, 0, 14+2*len(enc))
+	eventsTTL := int64(0)
+	if c.TurnID != "" {
+		eventsTTL = r.opts.TurnEventsTTL.Milliseconds()
+	}
+	now := time.Now()
+	args := make([]any, 0, 16+2*len(enc)+3*len(c.Events))
 	args = append(args,
-		c.LockToken, formatTime(time.Now()), r.opts.HistoryMax, r.opts.ThreadTTL.Milliseconds(),
+		c.LockToken, formatTime(now), r.opts.HistoryMax, r.opts.ThreadTTL.Milliseconds(),
 		c.Consumed, pauseID, pauseData, pauseExpires,
 		idemField, idemData, r.opts.IdempotencyTTL.Milliseconds(),
-		call, len(enc))
+		call, c.Preview, eventsTTL, len(enc))
 	for _, e := range enc {
 		args = append(args, e.id, e.data)
 	}
 	args = append(args, r.opts.HistoryMaxBytes)
+	args = eventArgs(args, c.Events)
 
 	k := keysFor(c.ThreadID)
-	status, _, err := r.runWrite(ctx, "commit turn", commitScript,
-		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp}, args...)
+	keys := []string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp, turnKey(c.ThreadID, c.TurnID)}
+	index := func(redis.Pipeliner) {}
+	if c.Owner != "" {
+		index = r.touchIndex(c.Owner, c.ThreadID, now, true)
+	}
+	status, _, err := r.runWrite(ctx, "commit turn", commitScript, keys, args, index)
 	if err != nil {
 		return err
 	}
@@ -610,11 +734,34 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	return unexpectedStatus("commit turn", status)
 }
 
-// Release ends a begun turn without writing anything, un-claiming the
-// elicitation a resume claimed. It returns ErrLockLost when lockToken no
-// longer holds the lock, which includes a re-send of a release that ran.
-func (r *Redis) Release(ctx context.Context, threadID, lockToken string) error {
-	status, _, err := r.run(ctx, "release", releaseScript, []string{keysFor(threadID).lock}, lockToken)
+// touchIndex returns the pipeline step that records a thread's update in its
+// owner's index; existing only updates a thread already listed (a commit
+// must not bring back a thread deleted meanwhile).
+func (r *Redis) touchIndex(owner, threadID string, updated time.Time, existing bool) func(redis.Pipeliner) {
+	return func(pipe redis.Pipeliner) {
+		key := ownerKey(owner)
+		z := redis.Z{Score: float64(updated.UnixMilli()), Member: threadID}
+		if existing {
+			pipe.ZAddArgs(context.Background(), key, redis.ZAddArgs{XX: true, GT: true, Members: []redis.Z{z}})
+		} else {
+			pipe.ZAdd(context.Background(), key, z)
+		}
+		pipe.PExpire(context.Background(), key, r.opts.ThreadTTL)
+	}
+}
+
+// Release ends a begun turn without writing its outcome, un-claiming the
+// elicitation a resume claimed, and appends rel.Events to the turn's log. It
+// returns ErrLockLost when rel.LockToken no longer holds the lock, which
+// includes a re-send of a release that ran.
+func (r *Redis) Release(ctx context.Context, rel ReleaseTurn) error {
+	eventsTTL := int64(0)
+	if rel.TurnID != "" {
+		eventsTTL = r.opts.TurnEventsTTL.Milliseconds()
+	}
+	status, _, err := r.run(ctx, "release", releaseScript,
+		[]string{keysFor(rel.ThreadID).lock, turnKey(rel.ThreadID, rel.TurnID)},
+		eventArgs([]any{rel.LockToken, eventsTTL}, rel.Events)...)
 	if err != nil {
 		return err
 	}
@@ -622,9 +769,261 @@ func (r *Redis) Release(ctx context.Context, threadID, lockToken string) error {
 	case "OK":
 		return nil
 	case "LOCKLOST":
-		return fmt.Errorf("store: thread %s: %w", threadID, ErrLockLost)
+		return fmt.Errorf("store: thread %s: %w", rel.ThreadID, ErrLockLost)
 	}
 	return unexpectedStatus("release", status)
+}
+
+// AppendTurnEvents adds events to the log of a running turn, in one round
+// trip. A log that has expired takes nothing and is not an error.
+func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, events []TurnEvent) error {
+	status, _, err := r.run(ctx, "append turn events", appendEventsScript,
+		[]string{turnKey(threadID, turnID)}, eventArgs(nil, events)...)
+	if err != nil {
+		return err
+	}
+	if status != "OK" {
+		return unexpectedStatus("append turn events", status)
+	}
+	return nil
+}
+
+// TurnEvents returns the events of a turn's log after the one with ID
+// after, oldest first, and whether the log has ended (holds its last
+// event). When there are none yet and the log has not ended it waits up to
+// wait for more (XREAD BLOCK). It returns ErrNotFound for a
+// thread principal does not own, ErrTurnNotFound for a log that does not
+// exist, and ErrUnavailable.
+func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
+	key := turnKey(threadID, turnID)
+	status, data, err := r.run(ctx, "turn events", turnEventsScript, []string{keysFor(threadID).thread, key}, principal, after)
+	if err != nil {
+		return nil, false, err
+	}
+	switch status {
+	case "OK":
+	case "NOTFOUND":
+		return nil, false, fmt.Errorf("store: thread %s: %w", threadID, ErrNotFound)
+	case "NOTURN":
+		return nil, false, fmt.Errorf("store: turn %s: %w", turnID, ErrTurnNotFound)
+	default:
+		return nil, false, unexpectedStatus("turn events", status)
+	}
+	ended, _ := data[0].(int64)
+	events, err := eventsFromReply(data[1:])
+	if err != nil || len(events) > 0 || ended == 1 || wait <= 0 {
+		return events, ended == 1, err
+	}
+	streams, err := r.client.XRead(ctx, &redis.XReadArgs{
+		Streams: []string{key, "0-" + strconv.Itoa(after)}, Block: wait,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, wrapRedisError("turn events", err)
+	}
+	for _, st := range streams {
+		for _, m := range st.Messages {
+			e, err := eventFromStream(m)
+			if err != nil {
+				return nil, false, err
+			}
+			events = append(events, e)
+		}
+	}
+	return events, len(events) > 0 && events[len(events)-1].Final(), nil
+}
+
+func eventsFromReply(data []any) ([]TurnEvent, error) {
+	out := make([]TurnEvent, 0, len(data)/3)
+	for i := 0; i+2 < len(data); i += 3 {
+		id, _ := replyString(data[i])
+		name, _ := replyString(data[i+1])
+		body, _ := replyString(data[i+2])
+		n, err := strconv.Atoi(id)
+		if err != nil {
+			return nil, fmt.Errorf("store: corrupt turn event id %q", id)
+		}
+		out = append(out, TurnEvent{ID: n, Name: name, Data: []byte(body)})
+	}
+	return out, nil
+}
+
+func eventFromStream(m redis.XMessage) (TurnEvent, error) {
+	n, err := strconv.Atoi(strings.TrimPrefix(m.ID, "0-"))
+	name, _ := m.Values["name"].(string)
+	data, _ := m.Values["data"].(string)
+	if err != nil || name == "" {
+		return TurnEvent{}, fmt.Errorf("store: corrupt turn event %q", m.ID)
+	}
+	return TurnEvent{ID: n, Name: name, Data: []byte(data)}, nil
+}
+
+// UpdateThread applies patch to the principal's thread and returns it. It
+// returns ErrNotFound, ErrMetadataTooLarge with nothing changed, or
+// ErrUnavailable. Metadata is merged here and written only if it has not
+// changed since it was read, so concurrent patches never lose a key.
+func (r *Redis) UpdateThread(ctx context.Context, threadID, principal string, patch ThreadPatch) (Thread, error) {
+	k := keysFor(threadID)
+	title, hasTitle, setTitle := "", 0, 0
+	if patch.SetTitle {
+		setTitle = 1
+		if patch.Title != nil {
+			title, hasTitle = *patch.Title, 1
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		current, _, err := r.GetThread(ctx, threadID, principal)
+		if err != nil {
+			return Thread{}, err
+		}
+		read, err := encodeMetadata(current.Metadata)
+		if err != nil {
+			return Thread{}, err
+		}
+		merged, err := mergeMetadata(current.Metadata, patch)
+		if err != nil {
+			return Thread{}, err
+		}
+		next, err := encodeMetadata(merged)
+		if err != nil {
+			return Thread{}, err
+		}
+		now := time.Now()
+		status, data, err := r.runWithIndex(ctx, "update thread", updateThreadScript, []string{k.thread, k.lock},
+			[]any{principal, read, next, setTitle, title, hasTitle, formatTime(now), r.opts.ThreadTTL.Milliseconds()},
+			r.touchIndex(principal, threadID, now, true))
+		if err != nil {
+			return Thread{}, err
+		}
+		switch status {
+		case "OK":
+			return threadFromReply(threadID, data)
+		case "NOTFOUND":
+			return Thread{}, fmt.Errorf("store: thread %s: %w", threadID, ErrNotFound)
+		case "CHANGED":
+			if attempt < 10 {
+				continue
+			}
+			return Thread{}, fmt.Errorf("store: thread %s: metadata keeps changing: %w", threadID, ErrBusy)
+		}
+		return Thread{}, unexpectedStatus("update thread", status)
+	}
+}
+
+// ListThreads returns a page of the principal's threads, most recently
+// updated first, after cursor (empty for the first page). Threads that
+// expired are dropped from the index as they are found. It returns
+// ErrUnknownCursor for a cursor it did not mint, and ErrUnavailable.
+func (r *Redis) ListThreads(ctx context.Context, principal string, limit int, cursor string) (ThreadList, error) {
+	if limit < 1 {
+		return ThreadList{}, fmt.Errorf("store: limit %d: must be positive", limit)
+	}
+	after, err := parseThreadCursor(cursor)
+	if err != nil {
+		return ThreadList{}, err
+	}
+	index := ownerKey(principal)
+	var list ThreadList
+	for {
+		// One more than needed tells whether another page exists.
+		want := limit - len(list.Threads) + 1
+		score := ""
+		if cursor != "" {
+			score = strconv.FormatInt(after.updated, 10)
+		}
+		status, data, err := r.run(ctx, "list threads", listThreadsScript, []string{index}, want, score, after.id)
+		if err != nil {
+			return ThreadList{}, err
+		}
+		if status != "OK" {
+			return ThreadList{}, unexpectedStatus("list threads", status)
+		}
+		var ids []threadCursor
+		for i := 0; i+1 < len(data); i += 2 {
+			id, _ := replyString(data[i])
+			s, _ := replyString(data[i+1])
+			ms, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return ThreadList{}, fmt.Errorf("store: corrupt thread index score %q", s)
+			}
+			ids = append(ids, threadCursor{updated: int64(ms), id: id})
+		}
+		states, err := r.threadStates(ctx, principal, ids)
+		if err != nil {
+			return ThreadList{}, err
+		}
+		var stale []any
+		for i, c := range ids {
+			if states[i] == nil {
+				stale = append(stale, c.id)
+				continue
+			}
+			if len(list.Threads) == limit {
+				list.Next = after.String()
+				break
+			}
+			list.Threads = append(list.Threads, *states[i])
+			after, cursor = c, "set"
+		}
+		if len(stale) > 0 {
+			if err := r.client.ZRem(ctx, index, stale...).Err(); err != nil {
+				return ThreadList{}, wrapRedisError("list threads", err)
+			}
+		}
+		if list.Next != "" || len(ids) < want {
+			return list, nil
+		}
+	}
+}
+
+// threadStates reads each thread in one pipeline; a thread that no longer
+// exists (or is not principal's) is nil.
+func (r *Redis) threadStates(ctx context.Context, principal string, ids []threadCursor) ([]*ThreadState, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if err := getScript.Load(ctx, r.client).Err(); err != nil {
+		return nil, wrapRedisError("list threads", err)
+	}
+	cmds := make([]*redis.Cmd, len(ids))
+	_, err := r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, c := range ids {
+			k := keysFor(c.id)
+			cmds[i] = getScript.EvalSha(ctx, pipe, []string{k.thread, k.pending, k.lock}, principal)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		for _, cmd := range cmds {
+			if cmd.Err() != nil {
+				return nil, wrapRedisError("list threads", cmd.Err())
+			}
+		}
+	}
+	out := make([]*ThreadState, len(ids))
+	for i, cmd := range cmds {
+		status, data, err := splitReply("list threads", cmd)
+		if err != nil {
+			return nil, err
+		}
+		if status != "OK" {
+			continue
+		}
+		t, err := threadFromReply(ids[i].id, data)
+		if err != nil {
+			return nil, err
+		}
+		st := &ThreadState{Thread: t}
+		if len(data) > threadFields {
+			if st.Pending, err = pendingFromReply(data[threadFields]); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = st
+	}
+	return out, nil
 }
 
 // History returns one page of the thread's history; see Page. It returns

@@ -91,9 +91,16 @@ func TestRedisKeys(t *testing.T) {
 	}
 
 	require.NoError(t, st.DeleteThread(ctx, th.ID, alice))
-	keys, err = rdb.Keys(ctx, "chatd:*").Result()
+	keys, err = rdb.Keys(ctx, "chatd:{*}:thread").Result()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"chatd:{" + other.ID + "}:thread"}, keys)
+	// The owner's thread index lists what is left, under a hash tag of its own.
+	index, err := rdb.Keys(ctx, "chatd:{p:*}:threads").Result()
+	require.NoError(t, err)
+	require.Len(t, index, 1)
+	listed, err := rdb.ZRange(ctx, index[0], 0, -1).Result()
+	require.NoError(t, err)
+	assert.Equal(t, []string{other.ID}, listed)
 }
 
 // countingHook counts the commands and pipelines a client sends: each is one
@@ -133,15 +140,17 @@ func TestRedisRoundTrips(t *testing.T) {
 	p := mustPause(t, st, warm.ID, time.Hour)
 	claim, err := st.BeginResume(ctx, store.BeginResume{ThreadID: warm.ID, Principal: alice, ElicitationID: p.ElicitationID, LockTTL: lockTTL})
 	require.NoError(t, err)
-	require.NoError(t, st.Release(ctx, warm.ID, claim.LockToken))
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: warm.ID, LockToken: claim.LockToken}))
 	_, err = st.History(ctx, warm.ID, alice, 10, "")
 	require.NoError(t, err)
+	require.NoError(t, st.AppendTurnEvents(ctx, warm.ID, claim.Thread.ID, nil))
 	require.NoError(t, st.DeleteThread(ctx, warm.ID, alice))
 
 	th := store.Thread{ID: blocks.NewID(), Owner: alice, Processor: "echo"}
 	var (
 		begin store.TurnStart
 		pause = newTestPending(time.Hour)
+		turn  = newTestTurn("")
 	)
 	tests := []struct {
 		name string
@@ -151,19 +160,23 @@ func TestRedisRoundTrips(t *testing.T) {
 		{"GetThread", func() error { _, _, err := st.GetThread(ctx, th.ID, alice); return err }},
 		{"BeginTurn", func() error {
 			var err error
-			begin, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 50})
+			begin, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 50, Turn: turn})
 			return err
 		}},
-		{"CommitTurn", func() error {
-			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: begin.LockToken, Messages: newTestMessages(2, "q"), Pause: &pause,
-				Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"}})
+		{"AppendTurnEvents", func() error {
+			return st.AppendTurnEvents(ctx, th.ID, turn.ID, []store.TurnEvent{testEvent(2, "text.delta"), testEvent(3, "text.delta")})
+		}},
+		{"CommitTurn, its events and the owner's thread index", func() error {
+			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: begin.LockToken, Messages: newTestMessages(2, "q"), Pause: &pause,
+				Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"},
+				TurnID:      turn.ID, Events: []store.TurnEvent{testEvent(4, "turn.completed")}, Preview: "q"})
 		}},
 		{"BeginResume", func() error {
 			var err error
 			begin, err = st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: pause.ElicitationID, LockTTL: lockTTL, Window: 50})
 			return err
 		}},
-		{"Release", func() error { return st.Release(ctx, th.ID, begin.LockToken) }},
+		{"Release", func() error { return st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: begin.LockToken}) }},
 		{"BeginResume again", func() error {
 			var err error
 			begin, err = st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: pause.ElicitationID, LockTTL: lockTTL, Window: 50})
@@ -218,7 +231,7 @@ func TestRedisOutage(t *testing.T) {
 		{"CommitTurn", func() error {
 			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: ts.LockToken, Messages: newTestMessages(1, "x")})
 		}},
-		{"Release", func() error { return st.Release(ctx, th.ID, ts.LockToken) }},
+		{"Release", func() error { return st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}) }},
 		{"History", func() error { _, err := st.History(ctx, th.ID, alice, 10, ""); return err }},
 		{"DeleteThread", func() error { return st.DeleteThread(ctx, th.ID, alice) }},
 	}

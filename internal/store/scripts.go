@@ -48,19 +48,66 @@ local function hdel_all(key, fields)
   end
 end
 
--- owned_thread returns owner, processor, created, updated, or nil when the
--- thread is missing or principal does not own it.
+-- owned_thread returns the thread record's fields (owner, processor,
+-- created, updated, title, metadata, preview; absent ones false), or nil when
+-- the thread is missing or principal does not own it.
 local function owned_thread(key, principal)
-  local t = redis.call('HMGET', key, 'owner', 'processor', 'created', 'updated')
+  local t = redis.call('HMGET', key, 'owner', 'processor', 'created', 'updated', 'title', 'metadata', 'preview')
   if not t[1] or t[1] ~= principal then return nil end
   return t
 end
 
--- The lock's value is "<token>|<claimed elicitation id>", the id empty for
--- a plain turn, so a claim lives and dies with its lock.
+-- The lock's value is "<token>|<claimed elicitation id>|<turn id>|<started
+-- ms>|<request fingerprint>|<idempotency field>": the claim is empty for a
+-- plain turn, so a claim lives and dies with its lock, and the rest say
+-- which turn runs. The idempotency field comes last because it may itself
+-- hold '|'.
 local function lock_parts(v)
-  local sep = string.find(v, '|', 1, true)
-  return string.sub(v, 1, sep - 1), string.sub(v, sep + 1)
+  local parts = {}
+  local start = 1
+  for i = 1, 5 do
+    local sep = string.find(v, '|', start, true)
+    if sep then
+      parts[i] = string.sub(v, start, sep - 1)
+      start = sep + 1
+    else
+      parts[i] = string.sub(v, start)
+      start = #v + 1
+    end
+  end
+  return parts[1], parts[2], parts[3], parts[4], parts[5], string.sub(v, start)
+end
+
+-- thread_reply is a thread record followed by its running turn (ID and
+-- start, or false, false), read from the lock.
+local function thread_reply(out, t, lockkey)
+  for i = 1, 7 do out[#out + 1] = t[i] end
+  local held = redis.call('GET', lockkey)
+  local turn, started = false, false
+  if held then
+    local _, _, id, ms = lock_parts(held)
+    if id ~= '' then turn, started = id, ms end
+  end
+  out[#out + 1] = turn
+  out[#out + 1] = started
+  return out
+end
+
+-- add_events appends events to a turn's stream from ARGV[first] on: a count,
+-- then id, name, data for each. IDs are "0-<event id>"; an event the stream
+-- already holds (a re-sent call) is skipped.
+local function add_events(key, first)
+  local n = tonumber(ARGV[first])
+  if n == 0 then return end
+  local last = 0
+  local top = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
+  if #top > 0 then last = tonumber(string.sub(top[1][1], 3)) end
+  for i = 0, n - 1 do
+    local id = tonumber(ARGV[first + 1 + 3 * i])
+    if id > last then
+      redis.call('XADD', key, '0-' .. id, 'name', ARGV[first + 2 + 3 * i], 'data', ARGV[first + 3 + 3 * i])
+    end
+  end
 end
 
 -- window returns the newest n messages' JSON, oldest first.
@@ -103,12 +150,14 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return {'OK'}
 `)
 
-// getScript: KEYS thread, pending; ARGV principal.
-// Returns OK, owner, processor, created, updated, pending JSON or nil.
+// getScript: KEYS thread, pending, lock; ARGV principal.
+// Returns OK + thread (9 fields, see thread_reply) + pending JSON or nil.
 var getScript = newScript(`
 local t = owned_thread(KEYS[1], ARGV[1])
 if not t then return {'NOTFOUND'} end
-return {'OK', t[1], t[2], t[3], t[4], redis.call('HGET', KEYS[2], 'data')}
+local out = thread_reply({'OK'}, t, KEYS[3])
+out[#out + 1] = redis.call('HGET', KEYS[2], 'data')
+return out
 `)
 
 // deleteScript: KEYS every key of the thread, the thread hash first;
@@ -119,13 +168,15 @@ redis.call('DEL', unpack(KEYS))
 return {'OK'}
 `)
 
-// beginTurnScript: KEYS thread, lock, pending, msgs, msgdata, idem, idemexp;
-// ARGV principal, idempotency field (empty for none), token, lock_ttl_ms,
-// window, then processor and window pairs.
-// Returns NOTFOUND | REPLAY + thread + record | BUSY | PENDING + pending JSON
-// | OK + thread + window messages. A lock held by ARGV token was taken by a
-// first run of this call: nothing can have changed under it, so the answer
-// is the first run's again.
+// beginTurnScript: KEYS thread, lock, pending, msgs, msgdata, idem, idemexp,
+// turn events; ARGV 1 principal, 2 idempotency field (empty for none),
+// 3 token, 4 lock_ttl_ms, 5 turn id, 6 fingerprint, 7 events_ttl_ms,
+// 8 start event count (0 or 1), 9-11 its id, name, data, then the window:
+// its default, then processor and window pairs.
+// Returns NOTFOUND | REPLAY + thread + record | BUSY | RUNNING + turn id +
+// fingerprint | PENDING + pending JSON | OK + thread + window messages.
+// A lock held by ARGV token was taken by a first run of this call: nothing
+// can have changed under it, so the answer is the first run's again.
 var beginTurnScript = newScript(`
 local t = owned_thread(KEYS[1], ARGV[1])
 if not t then return {'NOTFOUND'} end
@@ -133,28 +184,37 @@ if ARGV[2] ~= '' then
   local rec = redis.call('HGET', KEYS[6], ARGV[2])
   local exp = redis.call('ZSCORE', KEYS[7], ARGV[2])
   if rec and exp and tonumber(exp) > now_ms() then
-    return {'REPLAY', t[1], t[2], t[3], t[4], rec}
+    local out = thread_reply({'REPLAY'}, t, KEYS[2])
+    out[#out + 1] = rec
+    return out
   end
 end
+local wfirst = 9 + 3 * tonumber(ARGV[8])
 local function ok()
-  return append_all({'OK', t[1], t[2], t[3], t[4]}, window(KEYS[4], KEYS[5], window_size(t[2], 5)))
+  return append_all(thread_reply({'OK'}, t, KEYS[2]), window(KEYS[4], KEYS[5], window_size(t[2], wfirst)))
 end
 local held = redis.call('GET', KEYS[2])
 if held then
-  local token, claim = lock_parts(held)
+  local token, claim, turn, _, fingerprint, idem = lock_parts(held)
   if token == ARGV[3] and claim == '' then return ok() end
+  if ARGV[2] ~= '' and idem == ARGV[2] then return {'RUNNING', turn, fingerprint} end
   return {'BUSY'}
 end
 local p = redis.call('HGET', KEYS[3], 'data')
 if p then return {'PENDING', p} end
-redis.call('SET', KEYS[2], ARGV[3] .. '|', 'PX', ARGV[4])
+redis.call('SET', KEYS[2], ARGV[3] .. '||' .. ARGV[5] .. '|' .. now_ms() .. '|' .. ARGV[6] .. '|' .. ARGV[2], 'PX', ARGV[4])
+if ARGV[5] ~= '' then
+  add_events(KEYS[8], 8)
+  redis.call('PEXPIRE', KEYS[8], tonumber(ARGV[4]) + tonumber(ARGV[7]))
+end
 return ok()
 `)
 
-// beginResumeScript: KEYS thread, lock, pending, msgs, msgdata, elicitations;
-// ARGV principal, elicitation id, token, lock_ttl_ms, window, then
-// processor and window pairs.
-// Returns NOTFOUND | BUSY | CONSUMED | EXPIRED | UNKNOWN
+// beginResumeScript: KEYS thread, lock, pending, msgs, msgdata, elicitations,
+// turn events; ARGV 1 principal, 2 elicitation id, 3 token, 4 lock_ttl_ms,
+// 5 turn id, 6 events_ttl_ms, 7 start event count (0 or 1), 8-10 its id,
+// name, data, then the window: its default, then processor and window pairs.
+// Returns NOTFOUND | BUSY | CONSUMED | EXPIRED [+ 'first'] | UNKNOWN
 // | OK + thread + pending JSON + window messages. A claim on this
 // elicitation held by ARGV token was taken by a first run of this call, which
 // answered OK; so does the repeat.
@@ -162,6 +222,7 @@ var beginResumeScript = newScript(`
 local t = owned_thread(KEYS[1], ARGV[1])
 if not t then return {'NOTFOUND'} end
 local id = ARGV[2]
+local wfirst = 8 + 3 * tonumber(ARGV[7])
 local p = redis.call('HMGET', KEYS[3], 'id', 'data')
 if p[1] and p[1] == id then
   local held = redis.call('GET', KEYS[2])
@@ -170,22 +231,35 @@ if p[1] and p[1] == id then
     if claim == id and token ~= ARGV[3] then return {'CONSUMED'} end
     if claim ~= id then return {'BUSY'} end
   else
-    redis.call('SET', KEYS[2], ARGV[3] .. '|' .. id, 'PX', ARGV[4])
+    redis.call('SET', KEYS[2], ARGV[3] .. '|' .. id .. '|' .. ARGV[5] .. '|' .. now_ms() .. '||', 'PX', ARGV[4])
+    if ARGV[5] ~= '' then
+      add_events(KEYS[7], 7)
+      redis.call('PEXPIRE', KEYS[7], tonumber(ARGV[4]) + tonumber(ARGV[6]))
+    end
   end
-  return append_all({'OK', t[1], t[2], t[3], t[4], p[2]}, window(KEYS[4], KEYS[5], window_size(t[2], 5)))
+  local out = thread_reply({'OK'}, t, KEYS[2])
+  out[#out + 1] = p[2]
+  return append_all(out, window(KEYS[4], KEYS[5], window_size(t[2], wfirst)))
 end
 local state = redis.call('HGET', KEYS[6], id)
 if state == 'consumed' then return {'CONSUMED'} end
-if state == 'issued' then return {'EXPIRED'} end
+if state == 'issued' then
+  -- The first resume to find the pending state gone records the expiry, so
+  -- it is reported as discovered once.
+  redis.call('HSET', KEYS[6], id, 'expired')
+  return {'EXPIRED', 'first'}
+end
+if state == 'expired' then return {'EXPIRED'} end
 return {'UNKNOWN'}
 `)
 
 // commitScript: KEYS thread, lock, pending, msgs, msgdata, elicitations,
-// idem, idemexp; ARGV 1 token, 2 updated, 3 history_max, 4 thread_ttl_ms,
-// 5 consumed id, 6 pause id, 7 pause JSON, 8 pause expires_at_ms,
-// 9 idempotency field, 10 idempotency record, 11 idempotency_ttl_ms,
-// 12 call id, 13 message count, then id, JSON for each message, and last
-// history_max_bytes.
+// idem, idemexp, turn events; ARGV 1 token, 2 updated, 3 history_max,
+// 4 thread_ttl_ms, 5 consumed id, 6 pause id, 7 pause JSON, 8 pause
+// expires_at_ms, 9 idempotency field, 10 idempotency record,
+// 11 idempotency_ttl_ms, 12 call id, 13 preview, 14 events_ttl_ms (0: no
+// turn log), 15 message count, then id, JSON for each message, then
+// history_max_bytes, then an event count and id, name, data for each event.
 // Returns NOTFOUND | LOCKLOST | OK.
 // Every commit records its call ID as the thread's last_commit: when ARGV
 // token no longer holds the lock because a first run of this call committed
@@ -206,7 +280,7 @@ end
 
 local now = now_ms()
 local ttl = tonumber(ARGV[4])
-local n = tonumber(ARGV[13])
+local n = tonumber(ARGV[15])
 if n > 0 then
   -- The thread's 'bytes' is the size of its history's JSON; a thread
   -- written before it was kept has it counted once here.
@@ -220,7 +294,7 @@ if n > 0 then
   -- History order is commit order: scores come from a per-thread counter.
   local seq = redis.call('HINCRBY', KEYS[1], 'seq', n) - n
   for i = 0, n - 1 do
-    local id, data = ARGV[14 + 2 * i], ARGV[15 + 2 * i]
+    local id, data = ARGV[16 + 2 * i], ARGV[17 + 2 * i]
     redis.call('ZADD', KEYS[4], 'NX', seq + i + 1, id)
     bytes = bytes - redis.call('HSTRLEN', KEYS[5], id) + #data
     redis.call('HSET', KEYS[5], id, data)
@@ -229,7 +303,7 @@ if n > 0 then
   -- history_max_bytes, the newest message being kept whatever its size.
   local count = redis.call('ZCARD', KEYS[4])
   local drop = math.max(count - tonumber(ARGV[3]), 0)
-  local maxbytes = tonumber(ARGV[#ARGV])
+  local maxbytes = tonumber(ARGV[16 + 2 * n])
   local ids = {}
   if drop > 0 then
     ids = redis.call('ZRANGE', KEYS[4], 0, drop - 1)
@@ -272,14 +346,21 @@ if ARGV[9] ~= '' then
   redis.call('ZADD', KEYS[8], now + tonumber(ARGV[11]), ARGV[9])
 end
 redis.call('HSET', KEYS[1], 'updated', ARGV[2], 'last_commit', ARGV[12])
+if ARGV[13] ~= '' then redis.call('HSETNX', KEYS[1], 'preview', ARGV[13]) end
 for _, k in ipairs({KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]}) do
   redis.call('PEXPIRE', k, ttl)
+end
+if tonumber(ARGV[14]) > 0 and redis.call('EXISTS', KEYS[9]) == 1 then
+  add_events(KEYS[9], 17 + 2 * n)
+  redis.call('PEXPIRE', KEYS[9], ARGV[14])
 end
 redis.call('DEL', KEYS[2])
 return {'OK'}
 `)
 
-// releaseScript: KEYS lock; ARGV token. Returns LOCKLOST | OK.
+// releaseScript: KEYS lock, turn events; ARGV 1 token, 2 events_ttl_ms (0:
+// no turn log), 3 event count, then id, name, data for each event.
+// Returns LOCKLOST | OK.
 // A repeat after a successful first run answers LOCKLOST: the state is the
 // same (the lock is gone, and a lock another turn took since is left alone),
 // and callers ignore a release's error, so no record of releases is kept.
@@ -289,7 +370,75 @@ if not held then return {'LOCKLOST'} end
 local token = lock_parts(held)
 if token ~= ARGV[1] then return {'LOCKLOST'} end
 redis.call('DEL', KEYS[1])
+if tonumber(ARGV[2]) > 0 and redis.call('EXISTS', KEYS[2]) == 1 then
+  add_events(KEYS[2], 3)
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
 return {'OK'}
+`)
+
+// appendEventsScript: KEYS turn events; ARGV event count, then id, name,
+// data for each event. A log that no longer exists takes nothing.
+var appendEventsScript = newScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then add_events(KEYS[1], 1) end
+return {'OK'}
+`)
+
+// turnEventsScript: KEYS thread, turn events; ARGV principal, after.
+// Returns NOTFOUND | NOTURN | OK, ended (0|1), then id, name, data for each
+// event after ARGV after.
+var turnEventsScript = newScript(`
+if not owned_thread(KEYS[1], ARGV[1]) then return {'NOTFOUND'} end
+if redis.call('EXISTS', KEYS[2]) == 0 then return {'NOTURN'} end
+local out = {'OK', 0}
+local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+if #top > 0 then
+  local name = top[1][2][2]
+  if name == 'turn.completed' or name == 'error' then out[2] = 1 end
+end
+for _, e in ipairs(redis.call('XRANGE', KEYS[2], '(0-' .. ARGV[2], '+')) do
+  out[#out + 1] = string.sub(e[1], 3)
+  out[#out + 1] = e[2][2]
+  out[#out + 1] = e[2][4]
+end
+return out
+`)
+
+// updateThreadScript: KEYS thread, lock; ARGV 1 principal, 2 metadata as
+// read (the CAS guard), 3 new metadata, 4 set title (0|1), 5 title (empty
+// with 6 = 0 clears it), 6 title present (0|1), 7 updated, 8 thread_ttl_ms.
+// Returns NOTFOUND | CHANGED (metadata moved since it was read) | OK + thread.
+var updateThreadScript = newScript(`
+local t = owned_thread(KEYS[1], ARGV[1])
+if not t then return {'NOTFOUND'} end
+if (t[6] or '') ~= ARGV[2] then return {'CHANGED'} end
+if ARGV[3] == '' then redis.call('HDEL', KEYS[1], 'metadata') else redis.call('HSET', KEYS[1], 'metadata', ARGV[3]) end
+if ARGV[4] == '1' then
+  if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'title', ARGV[5]) else redis.call('HDEL', KEYS[1], 'title') end
+end
+redis.call('HSET', KEYS[1], 'updated', ARGV[7])
+redis.call('PEXPIRE', KEYS[1], ARGV[8])
+return thread_reply({'OK'}, owned_thread(KEYS[1], ARGV[1]), KEYS[2])
+`)
+
+// listThreadsScript: KEYS the principal's thread index; ARGV 1 count,
+// 2 cursor score (empty for the first page), 3 cursor thread id.
+// Returns OK, then thread id, score for each of up to count threads after
+// the cursor, most recently updated first (ties by descending id, the
+// order of ZREVRANGEBYSCORE).
+var listThreadsScript = newScript(`
+local n = tonumber(ARGV[1])
+local items
+if ARGV[2] == '' then
+  items = redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, n)
+else
+  local skip = 0
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[2], ARGV[2])) do
+    if id >= ARGV[3] then skip = skip + 1 end
+  end
+  items = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[2], '-inf', 'WITHSCORES', 'LIMIT', skip, n)
+end
+return append_all({'OK'}, items)
 `)
 
 // historyScript: KEYS thread, msgs, msgdata; ARGV principal, limit, before.

@@ -38,10 +38,37 @@ var (
 	// ErrUnavailable: the backing store cannot be reached, cannot serve right
 	// now, or refuses this client's credentials or permissions.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrTurnNotFound: a turn's event log does not exist: the turn is
+	// unknown, or its log has expired.
+	ErrTurnNotFound = errors.New("turn not found")
+	// ErrMetadataTooLarge: a thread patch would leave more metadata than
+	// MaxMetadataKeys keys or MaxMetadataBytes bytes.
+	ErrMetadataTooLarge = errors.New("thread metadata too large")
 	// ErrFull: the embedded store holds Options.MemoryMaxBytes of data; it
 	// takes no new thread or turn until threads expire or are deleted.
 	ErrFull = errors.New("store full")
 )
+
+// Bounds of a thread's metadata (SPEC §12).
+const (
+	MaxMetadataKeys  = 16
+	MaxMetadataBytes = 4096
+)
+
+// RunningError is returned by BeginTurn when another turn holds the thread
+// and that turn was begun with the same idempotency key: it is the same
+// request, still running. errors.Is(err, ErrBusy) holds.
+type RunningError struct {
+	TurnID      string
+	Fingerprint string
+}
+
+func (e *RunningError) Error() string {
+	return fmt.Sprintf("turn %s with this idempotency key is still running", e.TurnID)
+}
+
+// Is reports ErrBusy as the error's kind.
+func (e *RunningError) Is(target error) bool { return target == ErrBusy }
 
 // PendingError is returned by BeginTurn when the thread has a pending
 // elicitation; errors.Is(err, ErrElicitationPending) holds.
@@ -56,6 +83,24 @@ func (e *PendingError) Error() string {
 // Is reports ErrElicitationPending as the error's kind.
 func (e *PendingError) Is(target error) bool { return target == ErrElicitationPending }
 
+// ExpiredError is the error BeginResume returns for an elicitation whose
+// pending state expired; errors.Is(err, ErrElicitationExpired) holds. First
+// is set for the one resume that discovered the expiry (stores expire
+// pending state silently), so an expiry can be counted once however often
+// a late answer is retried. A re-sent call whose first send already recorded
+// the expiry reports First false.
+type ExpiredError struct {
+	ID    string
+	First bool
+}
+
+func (e *ExpiredError) Error() string {
+	return fmt.Sprintf("store: elicitation %s: %v", e.ID, ErrElicitationExpired)
+}
+
+// Is reports ErrElicitationExpired as the error's kind.
+func (e *ExpiredError) Is(target error) bool { return target == ErrElicitationExpired }
+
 // Thread is a conversation owned by one principal and bound to one processor.
 type Thread struct {
 	ID        string
@@ -63,6 +108,76 @@ type Thread struct {
 	Processor string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Title is nil until set by UpdateThread.
+	Title *string
+	// Metadata is the thread's string metadata, nil when it has none.
+	Metadata map[string]string
+	// Preview is the start of the thread's first user message, set by the
+	// first commit that carries one (see CommitTurn.Preview).
+	Preview string
+	// Running is the turn holding the thread, when one does; it is read
+	// from the turn lock and never written through a Thread.
+	Running *RunningTurn
+}
+
+// RunningTurn is a turn in progress on a thread.
+type RunningTurn struct {
+	ID        string
+	StartedAt time.Time
+}
+
+// ThreadPatch changes a thread's title and metadata (RFC 7396 merge patch
+// semantics, already decoded): a nil field is left alone.
+type ThreadPatch struct {
+	// SetTitle, when true, sets the title to Title (nil clears it).
+	SetTitle bool
+	Title    *string
+	// ClearMetadata removes every key before Metadata is applied.
+	ClearMetadata bool
+	// Metadata maps keys to new values; a nil value deletes the key.
+	Metadata map[string]*string
+}
+
+// ThreadState is a thread with its live pending elicitation (nil when none),
+// as listed by ListThreads.
+type ThreadState struct {
+	Thread  Thread
+	Pending *Pending
+}
+
+// ThreadList is one page of a principal's threads, most recently updated
+// first. Next is the cursor of the next page, empty on the last.
+type ThreadList struct {
+	Threads []ThreadState
+	Next    string
+}
+
+// TurnEvent is one event of a turn's log: its ID within the turn (1, 2, 3…),
+// its name and its data, as a Server-Sent Events stream carries them.
+type TurnEvent struct {
+	ID   int
+	Name string
+	Data []byte
+}
+
+// Final reports whether e ends its turn's log.
+func (e TurnEvent) Final() bool { return e.Name == EventCompleted || e.Name == EventError }
+
+// The names of the events that end a turn's log.
+const (
+	EventCompleted = "turn.completed"
+	EventError     = "error"
+)
+
+// TurnBegin identifies the turn a begin starts and its first event, which
+// the begin records in the turn's log.
+type TurnBegin struct {
+	ID string
+	// Start is the turn's first event (ID 1).
+	Start TurnEvent
+	// Fingerprint identifies the request, for a retry with the same
+	// idempotency key to find while the turn runs.
+	Fingerprint string
 }
 
 // Pending is a thread's open elicitation: the request as the processor made
@@ -100,6 +215,9 @@ type BeginTurn struct {
 	// processors (most read less history, or none). The thread's processor
 	// is only known inside the same atomic step, so the choice is made there.
 	WindowByProcessor map[string]int
+	// Turn is the turn begun; its log lives while the turn runs and
+	// Options.TurnEventsTTL after.
+	Turn TurnBegin
 }
 
 // BeginResume asks to start the turn that answers an elicitation.
@@ -110,6 +228,7 @@ type BeginResume struct {
 	LockTTL           time.Duration
 	Window            int
 	WindowByProcessor map[string]int
+	Turn              TurnBegin
 }
 
 // windowFor is the window a thread bound to processor gets.
@@ -146,6 +265,24 @@ type Commit struct {
 	Consumed string
 	// Idempotency, when set, is stored for IdempotencyTTL.
 	Idempotency *Idempotency
+	// Owner is the thread's owner, whose thread index the commit updates.
+	Owner string
+	// TurnID names the turn's log, to which Events (its last events) are
+	// appended; the log then lives TurnEventsTTL.
+	TurnID string
+	Events []TurnEvent
+	// Preview, when set, becomes the thread's preview unless it has one.
+	Preview string
+}
+
+// ReleaseTurn ends a begun turn without writing its outcome; Events (an
+// error event, say) are appended to the turn's log, which then lives
+// TurnEventsTTL.
+type ReleaseTurn struct {
+	ThreadID  string
+	LockToken string
+	TurnID    string
+	Events    []TurnEvent
 }
 
 // Page is one page of history, oldest first. NextBefore is the page's oldest
@@ -171,6 +308,8 @@ type Options struct {
 	MemoryMaxBytes int64
 	// IdempotencyTTL is how long an idempotency record is replayed.
 	IdempotencyTTL time.Duration
+	// TurnEventsTTL is how long a turn's event log outlives the turn.
+	TurnEventsTTL time.Duration
 
 	// WaitReplicas, for Redis only, is how many replicas must have a write
 	// (a created thread, a commit, a deletion) before it is acknowledged:
@@ -184,12 +323,13 @@ type Options struct {
 	WaitTimeout time.Duration
 }
 
-// DefaultOptions are the retention defaults of SPEC §9 and §11.
+// DefaultOptions are the retention defaults of SPEC §9, §11 and §12.
 var DefaultOptions = Options{
 	ThreadTTL:       720 * time.Hour,
 	HistoryMax:      1000,
 	HistoryMaxBytes: 16 << 20,
 	MemoryMaxBytes:  256 << 20,
 	IdempotencyTTL:  24 * time.Hour,
+	TurnEventsTTL:   10 * time.Minute,
 	WaitTimeout:     time.Second,
 }
