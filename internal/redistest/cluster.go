@@ -110,7 +110,7 @@ func (c *Cluster) form(ctx context.Context) error {
 		for _, p := range c.nodes {
 			nodes, err := clusterNodes(ctx, p.Addr())
 			if err != nil {
-				return "", err
+				return p.Addr() + ": " + err.Error(), nil
 			}
 			if len(nodes) != len(c.nodes) {
 				return fmt.Sprintf("%s knows %d nodes", p.Addr(), len(nodes)), nil

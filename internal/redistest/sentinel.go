@@ -110,7 +110,7 @@ func LaunchSentinel(ctx context.Context, opts SentinelOptions) (_ *Sentinel, err
 	if err := waitFor(ctx, "the replica to sync", func() (string, error) {
 		info, err := command(ctx, master.Addr(), "INFO", "replication")
 		if err != nil {
-			return "", err
+			return err.Error(), nil
 		}
 		if !strings.Contains(info, "state=online") {
 			return "replica not online", nil
