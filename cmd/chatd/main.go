@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"chatd/internal/api"
+	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
+	"chatd/internal/ui"
 )
 
 func main() {
@@ -84,9 +86,23 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("configuration: CHATD_ENTITY_URL_TEMPLATE: %w", err)
 	}
+	var page api.UI
+	if cfg.UI {
+		if page, err = ui.New(ui.Options{EntityURLTemplate: cfg.EntityURLTemplate}); err != nil {
+			return fmt.Errorf("chat page: %w", err)
+		}
+	}
+	// With Redis, every instance shares the rate limits' counts.
+	var counter ratelimit.Counter
+	if rc, ok := st.(ratelimit.Counter); ok {
+		counter = rc
+	}
 	server := api.NewServer(api.Deps{
 		Store: st, Processors: registry, Auth: auth, Logger: logger, Metrics: api.NewMetrics(),
-		Renderer: renderer,
+		RateLimit:     ratelimit.New(cfg.RateLimit, counter, logger),
+		AuthFailLimit: ratelimit.New(cfg.AuthFailLimit, counter, logger),
+		Renderer:      renderer,
+		UI:            page,
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,

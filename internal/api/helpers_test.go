@@ -221,6 +221,8 @@ type serverSettings struct {
 	auth   api.Authenticator
 	config api.Config
 	extra  map[string]processor.Processor
+	// deps, when set, adjusts the server's dependencies last.
+	deps func(*api.Deps)
 }
 
 // serverOption adjusts a test server.
@@ -235,6 +237,11 @@ func withStoreKind(kind storeKind) serverOption {
 // or one Redis).
 func withStore(st api.Store) serverOption {
 	return func(s *serverSettings) { s.store = st }
+}
+
+// withDeps adjusts the server's dependencies (rate limiters, …).
+func withDeps(fn func(*api.Deps)) serverOption {
+	return func(s *serverSettings) { s.deps = fn }
 }
 
 // withAuth replaces the principal-header authentication.
@@ -281,7 +288,11 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	maps.Copy(procs, set.extra)
 	reg, err := processor.NewRegistry(procs, "demo")
 	require.NoError(tb, err)
-	srv := api.NewServer(api.Deps{Store: set.store, Processors: reg, Auth: set.auth, Config: set.config})
+	deps := api.Deps{Store: set.store, Processors: reg, Auth: set.auth, Config: set.config}
+	if set.deps != nil {
+		set.deps(&deps)
+	}
+	srv := api.NewServer(deps)
 	hs := httptest.NewServer(srv)
 	// Turns whose client left still run in their handlers; Close waits for
 	// them before the store they write to is closed.
@@ -395,6 +406,7 @@ func (e *wireElicitation) id() string {
 
 type wireTurnResult struct {
 	ThreadID           string      `json:"thread_id"`
+	TurnID             string      `json:"turn_id"`
 	Status             string      `json:"status"`
 	UserMessage        wireMessage `json:"user_message"`
 	Message            wireMessage `json:"message"`
@@ -407,10 +419,16 @@ type wireTurnResult struct {
 }
 
 type wireThread struct {
-	ID                 string           `json:"id"`
-	Processor          string           `json:"processor"`
-	CreatedAt          time.Time        `json:"created_at"`
-	UpdatedAt          time.Time        `json:"updated_at"`
+	ID          string            `json:"id"`
+	Processor   string            `json:"processor"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+	Title       *string           `json:"title"`
+	Metadata    map[string]string `json:"metadata"`
+	RunningTurn *struct {
+		ID        string    `json:"id"`
+		StartedAt time.Time `json:"started_at"`
+	} `json:"running_turn"`
 	PendingElicitation *wireElicitation `json:"pending_elicitation"`
 	PendingExpiresAt   *time.Time       `json:"pending_expires_at"`
 }

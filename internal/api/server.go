@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"chatd/internal/processor"
+	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/store"
 	"chatd/internal/turn"
@@ -35,6 +36,12 @@ type Store interface {
 	History(ctx context.Context, threadID, principal string, limit int, before string) (store.Page, error)
 	// Ping reports whether the store is reachable: store.ErrUnavailable.
 	Ping(ctx context.Context) error
+}
+
+// UI is a web page served beside the API: GET on each of its Paths.
+type UI interface {
+	http.Handler
+	Paths() []string
 }
 
 // Config holds the API's tunables; cmd/chatd fills it from the environment.
@@ -115,7 +122,11 @@ type Deps struct {
 	// without an entity URL template.
 	Renderer *render.Renderer
 	// UI serves the chat page at /; nil serves none.
-	UI http.Handler
+	UI UI
+	// RateLimit limits requests per principal on /v1 and AuthFailLimit
+	// failed authentications per client address; nil: no limit.
+	RateLimit     *ratelimit.Limiter
+	AuthFailLimit *ratelimit.Limiter
 }
 
 // Server is chatd's HTTP handler.
@@ -127,11 +138,13 @@ type Server struct {
 	metrics    *Metrics
 	cfg        Config
 	renderer   *render.Renderer
-	ui         http.Handler
+	ui         UI
 	handler    http.Handler
 	engine     *turn.Engine
 	// storeErrLog limits the lines logged for an unreachable store.
-	storeErrLog *logThrottle
+	storeErrLog   *logThrottle
+	rateLimit     *ratelimit.Limiter
+	authFailLimit *ratelimit.Limiter
 }
 
 // NewServer wires the routes. Missing optional deps get defaults: no auth
@@ -147,7 +160,9 @@ func NewServer(d Deps) *Server {
 		renderer:   d.Renderer,
 		ui:         d.UI,
 		// One line a second: enough to see an outage begin and end.
-		storeErrLog: &logThrottle{interval: time.Second},
+		storeErrLog:   &logThrottle{interval: time.Second},
+		rateLimit:     d.RateLimit,
+		authFailLimit: d.AuthFailLimit,
 	}
 	if s.auth == nil {
 		s.auth = AnonymousAuth{}
@@ -189,6 +204,12 @@ func (s *Server) handle(h handlerFunc) http.Handler {
 // writeError writes err as problem+json. Clients see a safe message; the
 // wrapped cause is logged only for server-side failures.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if isClientGone(r, err) {
+		// Nobody is left to read a problem: the status alone, for the
+		// request log and metrics.
+		w.WriteHeader(statusClientGone)
+		return
+	}
 	p := problemFor(err)
 	s.observeError(r, p, err)
 	body, mErr := marshal(p)
@@ -203,7 +224,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) observeError(r *http.Request, p Problem, err error) {
-	if p.Status < 500 || isClientGone(err) {
+	if p.Status < 500 || isClientGone(r, err) {
 		return
 	}
 	attrs := []slog.Attr{
