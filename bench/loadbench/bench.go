@@ -78,6 +78,11 @@ func (b *bench) newRedisStore(opts store.Options) *store.Redis {
 // that decodes its whole history window first, as a processor that uses
 // the conversation would.
 func newChatd(st api.Store, cfg api.Config, readHistory bool) (http.Handler, error) {
+	return newChatdWith(st, cfg, readHistory, nil)
+}
+
+// newChatdWith is newChatd with its dependencies adjusted by adjust.
+func newChatdWith(st api.Store, cfg api.Config, readHistory bool, adjust func(*api.Deps)) (http.Handler, error) {
 	var p processor.Processor = echo.New()
 	if readHistory {
 		p = historyReader{p}
@@ -86,7 +91,11 @@ func newChatd(st api.Store, cfg api.Config, readHistory bool) (http.Handler, err
 	if err != nil {
 		return nil, err
 	}
-	return api.NewServer(api.Deps{Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: cfg}), nil
+	deps := api.Deps{Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: cfg}
+	if adjust != nil {
+		adjust(&deps)
+	}
+	return api.NewServer(deps), nil
 }
 
 // historyReader decodes the history window before delegating. It does not

@@ -39,6 +39,7 @@ type config struct {
 	readHistory bool
 	rounds      int
 	redisBin    string
+	turnsOnly   bool
 }
 
 func parseFlags(args []string) (config, error) {
@@ -56,6 +57,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.profileFor, "profile-duration", 10*time.Second, "how long the profiled run of -cpuprofile lasts")
 	fs.StringVar(&cfg.profileRow, "profile-row", "2", "the row -cpuprofile profiles: 1, 2, 3, 4 or 6")
 	fs.BoolVar(&cfg.readHistory, "read-history", false, "rows 1, 2, 4 and 6 use an echo that reads its whole history window (chatd's default, 50), to show what a processor reading history costs")
+	fs.BoolVar(&cfg.turnsOnly, "turns-only", false, "measure only the plain-turn rows (1, 2, 2r, 2p, 3)")
 	fs.StringVar(&cfg.redisBin, "redis-server", "", "redis-server binary (default: from PATH, installed with apt-get when missing and root)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

@@ -11,6 +11,7 @@ import (
 
 	"chatd/internal/api"
 	"chatd/internal/blocks"
+	"chatd/internal/ratelimit"
 	"chatd/internal/store"
 )
 
@@ -88,16 +89,63 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 	for i := range floorThreads {
 		floorThreads[i] = blocks.NewID()
 	}
-	ops := map[string]op{
-		"1": turnOp(memC, memThreads),
-		"2": turnOp(redisC, redisThreads),
-		"3": turnOp(floorC, floorThreads),
+	// 2r: the same with chatd's rate limiter on, counting on Redis; 2p:
+	// with a counter that costs a Redis round trip per request instead.
+	limitedStore := b.newRedisStore(store.Options{})
+	limitedHandler, err := newChatdWith(limitedStore, api.DefaultConfig, b.cfg.readHistory, func(d *api.Deps) {
+		d.RateLimit = ratelimit.New(ratelimit.Rate{N: benchRate, Per: time.Minute}, limitedStore, nil)
+	})
+	if err != nil {
+		return nil, err
 	}
-	first, err := b.compare(ctx, n, ops["1"], ops["2"], ops["3"])
+	limitedC, err := b.serve(limitedHandler)
+	if err != nil {
+		return nil, err
+	}
+	limitedThreads, err := threads(ctx, limitedC, b.cfg.concurrency)
+	if err != nil {
+		return nil, fmt.Errorf("row 2r: %w", err)
+	}
+	perRequestHandler, err := newChatd(b.newRedisStore(store.Options{}), api.DefaultConfig, b.cfg.readHistory)
+	if err != nil {
+		return nil, err
+	}
+	perRequestC, err := b.serve(perRequestCounter(b.rdb, benchRate, time.Minute, perRequestHandler))
+	if err != nil {
+		return nil, err
+	}
+	perRequestThreads, err := threads(ctx, perRequestC, b.cfg.concurrency)
+	if err != nil {
+		return nil, fmt.Errorf("row 2p: %w", err)
+	}
+
+	ops := map[string]op{
+		"1":  turnOp(memC, memThreads),
+		"2":  turnOp(redisC, redisThreads),
+		"3":  turnOp(floorC, floorThreads),
+		"2r": turnOp(limitedC, limitedThreads),
+		"2p": turnOp(perRequestC, perRequestThreads),
+	}
+	first, err := b.compare(ctx, n, ops["1"], ops["2"], ops["3"], ops["2r"], ops["2p"])
 	if err != nil {
 		return nil, fmt.Errorf("rows 1–3: %w", err)
 	}
-	r1, r2, r3 := first[0], first[1], first[2]
+	r1, r2, r3, r2r, r2p := first[0], first[1], first[2], first[3], first[4]
+	limitRows := []row{
+		{id: "2r", scenario: "echo turn, Redis, rate limit on (chatd's limiter, counts shared on Redis)", res: r2r,
+			ratio: ratio(r2r.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3); goal ≥ 0.6"},
+		{id: "2p", scenario: "echo turn, Redis, a Redis round trip per request to count it (what a per-request Redis counter costs)", res: r2p,
+			ratio: ratio(r2p.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3)"},
+	}
+	if b.cfg.turnsOnly {
+		return append([]row{
+			{id: "1", scenario: "echo turn, embedded store", res: r1,
+				ratio: ratio(r1.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3)"},
+			{id: "2", scenario: "echo turn, Redis", res: r2,
+				ratio: ratio(r2.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3); goal ≥ 0.5"},
+		}, append(limitRows, row{id: "3", scenario: "floor: decode + one Redis MULTI of a commit's writes", res: r3,
+			ratio: 1, ratioIs: "baseline"})...), nil
+	}
 	for _, id := range []string{"1", "2", "3"} {
 		if err := b.maybeProfile(ctx, id, ops[id]); err != nil {
 			return nil, err
@@ -144,6 +192,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 			ratio: ratio(r1.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3)"},
 		{id: "2", scenario: "echo turn, Redis", res: r2,
 			ratio: ratio(r2.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3); goal ≥ 0.5"},
+		limitRows[0], limitRows[1],
 		{id: "3", scenario: "floor: decode + one Redis MULTI of a commit's writes", res: r3,
 			ratio: 1, ratioIs: "baseline"},
 		{id: "4", scenario: "elicitation round trip (pause turn + answer → resumed reply), Redis", res: r4,

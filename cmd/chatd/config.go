@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"chatd/internal/api"
+	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"errors"
 	"fmt"
@@ -47,14 +48,18 @@ type config struct {
 	WriteTimeout      time.Duration `envconfig:"WRITE_TIMEOUT" default:"30s"`
 	IdleTimeout       time.Duration `envconfig:"IDLE_TIMEOUT" default:"120s"`
 	// Limits (SPEC §11).
-	MaxBlocks         int    `envconfig:"MAX_BLOCKS" default:"256"`
-	MaxJSONDepth      int    `envconfig:"MAX_JSON_DEPTH" default:"64"`
-	HistoryMaxBytes   int64  `envconfig:"HISTORY_MAX_BYTES" default:"16777216"`
-	MemoryMaxBytes    int64  `envconfig:"MEMORY_MAX_BYTES" default:"268435456"`
-	LogLevel          string `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat         string `envconfig:"LOG_FORMAT" default:"json"`
-	UI                bool   `envconfig:"UI" default:"true"`
-	EntityURLTemplate string `envconfig:"ENTITY_URL_TEMPLATE"`
+	MaxBlocks       int   `envconfig:"MAX_BLOCKS" default:"256"`
+	MaxJSONDepth    int   `envconfig:"MAX_JSON_DEPTH" default:"64"`
+	HistoryMaxBytes int64 `envconfig:"HISTORY_MAX_BYTES" default:"16777216"`
+	MemoryMaxBytes  int64 `envconfig:"MEMORY_MAX_BYTES" default:"268435456"`
+	// Rate limits (SPEC §11): requests per principal on /v1, failed
+	// authentications per client address; "0" disables either.
+	RateLimit         ratelimit.Rate `envconfig:"RATE_LIMIT" default:"600/1m"`
+	AuthFailLimit     ratelimit.Rate `envconfig:"AUTH_FAIL_LIMIT" default:"30/1m"`
+	LogLevel          string         `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat         string         `envconfig:"LOG_FORMAT" default:"json"`
+	UI                bool           `envconfig:"UI" default:"true"`
+	EntityURLTemplate string         `envconfig:"ENTITY_URL_TEMPLATE"`
 
 	// The agents (CHATD_AGENT_*, CHATD_AGENTS_FILE), in agents.go.
 	AgentSettings
@@ -67,7 +72,8 @@ func loadConfig() (config, error) {
 	if err := envconfig.Process("chatd", &c); err != nil {
 		var perr *envconfig.ParseError
 		if errors.As(err, &perr) {
-			return c, fmt.Errorf("CHATD_%s: %q is not a valid %s", perr.KeyName, perr.Value, kindOf(perr.TypeName))
+			// KeyName already carries the prefix.
+			return c, fmt.Errorf("CHATD_%s: %q is not a valid %s", strings.TrimPrefix(perr.KeyName, "CHATD_"), perr.Value, kindOf(perr.TypeName))
 		}
 		return c, err
 	}
@@ -81,6 +87,8 @@ func kindOf(typeName string) string {
 		return "duration (Go syntax, such as 15m or 60s)"
 	case "bool":
 		return "boolean (true or false)"
+	case "ratelimit.Rate", "Rate":
+		return "rate (requests/window such as 600/1m, or 0 to disable)"
 	case "int", "int64":
 		return "whole number"
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"chatd/internal/api"
+	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
@@ -84,9 +85,16 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("configuration: CHATD_ENTITY_URL_TEMPLATE: %w", err)
 	}
+	// With Redis, every instance shares the rate limits' counts.
+	var counter ratelimit.Counter
+	if rc, ok := st.(ratelimit.Counter); ok {
+		counter = rc
+	}
 	server := api.NewServer(api.Deps{
 		Store: st, Processors: registry, Auth: auth, Logger: logger, Metrics: api.NewMetrics(),
-		Renderer: renderer,
+		RateLimit:     ratelimit.New(cfg.RateLimit, counter, logger),
+		AuthFailLimit: ratelimit.New(cfg.AuthFailLimit, counter, logger),
+		Renderer:      renderer,
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,

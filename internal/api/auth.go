@@ -6,9 +6,13 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode"
+
+	"chatd/internal/ratelimit"
 )
 
 // Authenticator resolves the principal a request acts for.
@@ -143,17 +147,75 @@ func principalFrom(ctx context.Context) string {
 	return p
 }
 
-// authenticate resolves the principal for /v1 routes.
+// authenticate resolves the principal for /v1 routes and applies the rate
+// limits: failed authentications per client address (an address past its
+// limit is refused before its credentials are even checked, so keys cannot
+// be guessed at speed), then requests per principal.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := clientAddr(r)
+		if s.authFailLimit.Enabled() {
+			if d, blocked := s.authFailLimit.Blocked(addr); blocked {
+				s.writeError(w, r, rateLimited(w, d, "too many failed authentications from this address"))
+				return
+			}
+		}
 		principal, err := s.auth.Authenticate(r)
 		if err != nil {
+			if s.authFailLimit.Enabled() {
+				d := s.authFailLimit.Allow(r.Context(), addr)
+				setRateHeaders(w, d)
+				if !d.Allowed {
+					err = rateLimited(w, d, "too many failed authentications from this address")
+				}
+			}
 			s.writeError(w, r, err)
 			return
 		}
 		if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
 			info.principal = principal
 		}
+		if s.rateLimit.Enabled() {
+			d := s.rateLimit.Allow(r.Context(), principal)
+			setRateHeaders(w, d)
+			if !d.Allowed {
+				s.writeError(w, r, rateLimited(w, d, "too many requests; retry after the Retry-After seconds"))
+				return
+			}
+		}
 		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), principal)))
 	})
+}
+
+// setRateHeaders tells the client where it stands (the IETF RateLimit
+// header fields: the limit, what is left, seconds until the window resets).
+func setRateHeaders(w http.ResponseWriter, d ratelimit.Decision) {
+	h := w.Header()
+	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("RateLimit-Reset", strconv.Itoa(d.ResetSeconds()))
+}
+
+// rateLimited is the 429 for a refused decision, with Retry-After.
+func rateLimited(w http.ResponseWriter, d ratelimit.Decision, detail string) error {
+	setRateHeaders(w, d)
+	w.Header().Set("Retry-After", strconv.Itoa(max(d.ResetSeconds(), 1)))
+	return errorf(http.StatusTooManyRequests, "rate_limited", "%s", detail)
+}
+
+// clientAddr is the address failed authentications are counted against:
+// the peer's IP, an IPv6 peer's /64 (one host's usual allocation).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return host
+	}
+	if ip4 := ip.To4(); ip4 != nil {
+		return ip4.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String()
 }

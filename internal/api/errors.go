@@ -90,6 +90,8 @@ var titles = map[string]string{
 	"method_not_allowed":     "Method not allowed",
 	"request_timeout":        "Request timeout",
 	"store_full":             "Store full",
+	"rate_limited":           "Too many requests",
+	"quota_exceeded":         "Quota exceeded",
 }
 
 // problemFor turns any error into the problem the client sees.

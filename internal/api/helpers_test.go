@@ -221,6 +221,8 @@ type serverSettings struct {
 	auth   api.Authenticator
 	config api.Config
 	extra  map[string]processor.Processor
+	// deps, when set, adjusts the server's dependencies last.
+	deps func(*api.Deps)
 }
 
 // serverOption adjusts a test server.
@@ -235,6 +237,11 @@ func withStoreKind(kind storeKind) serverOption {
 // or one Redis).
 func withStore(st api.Store) serverOption {
 	return func(s *serverSettings) { s.store = st }
+}
+
+// withDeps adjusts the server's dependencies (rate limiters, …).
+func withDeps(fn func(*api.Deps)) serverOption {
+	return func(s *serverSettings) { s.deps = fn }
 }
 
 // withAuth replaces the principal-header authentication.
@@ -281,7 +288,11 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	maps.Copy(procs, set.extra)
 	reg, err := processor.NewRegistry(procs, "demo")
 	require.NoError(tb, err)
-	srv := api.NewServer(api.Deps{Store: set.store, Processors: reg, Auth: set.auth, Config: set.config})
+	deps := api.Deps{Store: set.store, Processors: reg, Auth: set.auth, Config: set.config}
+	if set.deps != nil {
+		set.deps(&deps)
+	}
+	srv := api.NewServer(deps)
 	hs := httptest.NewServer(srv)
 	// Turns whose client left still run in their handlers; Close waits for
 	// them before the store they write to is closed.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"chatd/internal/processor"
+	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/store"
 	"chatd/internal/turn"
@@ -116,6 +117,10 @@ type Deps struct {
 	Renderer *render.Renderer
 	// UI serves the chat page at /; nil serves none.
 	UI http.Handler
+	// RateLimit limits requests per principal on /v1 and AuthFailLimit
+	// failed authentications per client address; nil: no limit.
+	RateLimit     *ratelimit.Limiter
+	AuthFailLimit *ratelimit.Limiter
 }
 
 // Server is chatd's HTTP handler.
@@ -131,7 +136,9 @@ type Server struct {
 	handler    http.Handler
 	engine     *turn.Engine
 	// storeErrLog limits the lines logged for an unreachable store.
-	storeErrLog *logThrottle
+	storeErrLog   *logThrottle
+	rateLimit     *ratelimit.Limiter
+	authFailLimit *ratelimit.Limiter
 }
 
 // NewServer wires the routes. Missing optional deps get defaults: no auth
@@ -147,7 +154,9 @@ func NewServer(d Deps) *Server {
 		renderer:   d.Renderer,
 		ui:         d.UI,
 		// One line a second: enough to see an outage begin and end.
-		storeErrLog: &logThrottle{interval: time.Second},
+		storeErrLog:   &logThrottle{interval: time.Second},
+		rateLimit:     d.RateLimit,
+		authFailLimit: d.AuthFailLimit,
 	}
 	if s.auth == nil {
 		s.auth = AnonymousAuth{}

@@ -406,6 +406,13 @@ func mustFindServer(tb testing.TB) string {
 // Addr returns the server's host:port.
 func (s *Server) Addr() string { return s.p.Addr() }
 
+// Do sends one command to the server and returns its reply: a string, an
+// int64, nil or a []any of those; an error reply is the error. Tests use it
+// to reach behind the code under test, as a failover or an operator would.
+func (s *Server) Do(ctx context.Context, args ...string) (any, error) {
+	return do(ctx, s.Addr(), args...)
+}
+
 // URL returns a redis:// URL for database 0 of the server.
 func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 

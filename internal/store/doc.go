@@ -111,7 +111,8 @@
 //
 // Errors that mean Redis cannot be reached or cannot serve (network errors,
 // timeouts, a closed pool, LOADING, CLUSTERDOWN, TRYAGAIN, MASTERDOWN,
-// READONLY, …) or refuses this client by configuration (NOAUTH, WRONGPASS,
+// READONLY, a MOVED or ASK still unresolved after the client's redirects,
+// …) or refuses this client by configuration (NOAUTH, WRONGPASS,
 // NOPERM: credentials or ACL) match ErrUnavailable with errors.Is and keep
 // their cause in the chain; a cancelled context does not. None of them is a
 // request's fault, so the API answers 503 and readiness fails rather than

@@ -367,7 +367,10 @@ func isUnavailable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded):
 		return true
 	}
-	return redis.IsLoadingError(err) || redis.IsClusterDownError(err) || redis.IsTryAgainError(err) ||
+	// MOVED or ASK reaching here means the client followed redirects as
+	// far as it would while the Cluster's slot map was changing (a
+	// failover): the slot is between masters, not the request at fault.
+	return isRedirect(err) || redis.IsLoadingError(err) || redis.IsClusterDownError(err) || redis.IsTryAgainError(err) ||
 		redis.IsMasterDownError(err) || redis.IsReadOnlyError(err) || redis.IsMaxClientsError(err) ||
 		redis.IsOOMError(err) || redis.IsAuthError(err) || redis.IsPermissionError(err)
 }

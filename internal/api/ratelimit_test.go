@@ -1,0 +1,123 @@
+package api_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"chatd/internal/api"
+	"chatd/internal/ratelimit"
+	"chatd/internal/redistest"
+	"chatd/internal/store"
+)
+
+func withRateLimit(rate ratelimit.Rate, counter ratelimit.Counter) serverOption {
+	return withDeps(func(d *api.Deps) { d.RateLimit = ratelimit.New(rate, counter, nil) })
+}
+
+func mustRateHeaders(tb testing.TB, resp *testResponse, limit, remaining int) {
+	tb.Helper()
+	assert.Equal(tb, strconv.Itoa(limit), resp.Header.Get("RateLimit-Limit"))
+	assert.Equal(tb, strconv.Itoa(remaining), resp.Header.Get("RateLimit-Remaining"))
+	reset, err := strconv.Atoi(resp.Header.Get("RateLimit-Reset"))
+	require.NoError(tb, err, "RateLimit-Reset")
+	assert.True(tb, reset >= 0 && reset <= 3600, "RateLimit-Reset %d", reset)
+}
+
+// TestRateLimit checks CHATD_RATE_LIMIT: every /v1 response carries the
+// RateLimit headers, and past the limit a principal gets 429 rate_limited
+// with Retry-After while another principal is unaffected.
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, withRateLimit(ratelimit.Rate{N: 4, Per: time.Hour}, nil))
+
+	resp := ts.do(t, testRequest{method: http.MethodPost, path: "/v1/threads", as: alice, body: []byte(`{"processor":"echo"}`)})
+	mustStatus(t, resp, http.StatusCreated)
+	mustRateHeaders(t, resp, 4, 3)
+	thread := mustDecode[wireThread](t, resp.Body).ID
+
+	resp = ts.do(t, testRequest{method: http.MethodPost, path: turnPath(thread), as: alice, body: []byte(`{"message":"hi"}`)})
+	mustStatus(t, resp, http.StatusOK)
+	mustRateHeaders(t, resp, 4, 2)
+	resp = ts.do(t, testRequest{method: http.MethodGet, path: "/v1/threads/" + uuid.NewString(), as: alice})
+	mustProblem(t, resp, http.StatusNotFound, "not_found")
+	mustRateHeaders(t, resp, 4, 1)
+	resp = ts.do(t, testRequest{method: http.MethodGet, path: "/v1/processors", as: alice})
+	mustStatus(t, resp, http.StatusOK)
+	mustRateHeaders(t, resp, 4, 0)
+
+	for _, req := range []testRequest{
+		{method: http.MethodGet, path: "/v1/processors", as: alice},
+		{method: http.MethodPost, path: turnPath(thread), as: alice, body: []byte(`{"message":"more"}`)},
+		{method: http.MethodPost, path: "/v1/threads", as: alice},
+	} {
+		resp = ts.do(t, req)
+		mustProblem(t, resp, http.StatusTooManyRequests, "rate_limited")
+		mustRateHeaders(t, resp, 4, 0)
+		retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		require.NoError(t, err, "Retry-After")
+		assert.True(t, retry >= 1 && retry <= 3600)
+	}
+	assert.Len(t, ts.mustHistory(t, bob, ts.mustCreateThread(t, bob, "echo")), 0, "bob has his own allowance")
+	// Ops endpoints are not limited.
+	mustStatus(t, ts.do(t, testRequest{method: http.MethodGet, path: "/healthz"}), http.StatusOK)
+}
+
+// TestAuthFailLimit checks CHATD_AUTH_FAIL_LIMIT: past the limit of failed
+// authentications an address gets 429 — even with a valid key, so keys
+// cannot be guessed at speed.
+func TestAuthFailLimit(t *testing.T) {
+	t.Parallel()
+	auth, err := api.NewAPIKeyAuth([]api.APIKey{{Principal: alice, Key: "right"}})
+	require.NoError(t, err)
+	ts := newTestServer(t, withAuth(auth), withDeps(func(d *api.Deps) {
+		d.AuthFailLimit = ratelimit.New(ratelimit.Rate{N: 2, Per: time.Hour}, nil, nil)
+	}))
+	bearer := func(key string) http.Header { return http.Header{"Authorization": {"Bearer " + key}} }
+
+	mustStatus(t, ts.do(t, testRequest{method: http.MethodGet, path: "/v1/processors", header: bearer("right")}), http.StatusOK)
+	for i := range 2 {
+		resp := ts.do(t, testRequest{method: http.MethodGet, path: "/v1/processors", header: bearer("guess")})
+		mustProblem(t, resp, http.StatusUnauthorized, "unauthorized")
+		mustRateHeaders(t, resp, 2, 1-i)
+	}
+	for _, key := range []string{"guess", "right"} {
+		resp := ts.do(t, testRequest{method: http.MethodGet, path: "/v1/processors", header: bearer(key)})
+		mustProblem(t, resp, http.StatusTooManyRequests, "rate_limited")
+		assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	}
+}
+
+// TestRateLimitShared runs two servers — two instances — on one Redis: the
+// limit holds for their sum.
+func TestRateLimitShared(t *testing.T) {
+	t.Parallel()
+	rds := redistest.Start(t)
+	st := newTestRedisStore(t, rds)
+	counter := st.(*store.Redis)
+	rate := ratelimit.Rate{N: 40, Per: time.Hour}
+	one := newTestServer(t, withStore(st), withRateLimit(rate, counter))
+	two := newTestServer(t, withStore(st), withRateLimit(rate, counter))
+	admitted := 0
+	for i := range 100 {
+		ts := one
+		if i%2 == 1 {
+			ts = two
+		}
+		resp := ts.do(t, testRequest{method: http.MethodGet, path: "/v1/processors", as: alice})
+		if resp.Status == http.StatusOK {
+			admitted++
+		} else {
+			mustProblem(t, resp, http.StatusTooManyRequests, "rate_limited")
+		}
+	}
+	// Allowance reserved by an instance and not spent is lost: at most a
+	// block (a twentieth of the limit) per instance.
+	assert.LessOrEqual(t, admitted, 40)
+	assert.GreaterOrEqual(t, admitted, 40-2*2)
+}
