@@ -1,4 +1,4 @@
-.PHONY: run test build bench fuzz
+.PHONY: run test build bench fuzz screenshots
 
 run:
 	go run ./cmd/chatd
@@ -10,6 +10,7 @@ build:
 # skip, when their npm packages are not installed.
 test:
 	bash scripts/ensure-redis.sh
+	bash scripts/ensure-chromium.sh
 	bash scripts/ensure-frontend-deps.sh
 	go vet ./...
 	CHATD_FRONTEND_TESTS=1 go test -race -count=1 ./...
@@ -33,3 +34,8 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzParseTurnRequest$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzJSONDepth$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzMessage$$' -fuzztime $(FUZZTIME) ./internal/render
+
+# Regenerate the README's screenshots of the chat page from the browser test.
+screenshots:
+	bash scripts/ensure-chromium.sh
+	CHATD_SCREENSHOTS=1 go test -count=1 -run '^TestDemoConversation$$' ./internal/ui

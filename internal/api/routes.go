@@ -38,6 +38,13 @@ func (s *Server) routes() http.Handler {
 		writeBody(w, http.StatusOK, "application/yaml", chatd.OpenAPI)
 	})
 
+	if s.ui != nil {
+		for _, path := range s.ui.Paths() {
+			r.Method(http.MethodGet, path, s.ui)
+			r.Method(http.MethodHead, path, s.ui)
+		}
+	}
+
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
 		r.Method(http.MethodGet, "/processors", s.handle(s.handleListProcessors))

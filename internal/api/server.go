@@ -38,6 +38,12 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// UI is a web page served beside the API: GET on each of its Paths.
+type UI interface {
+	http.Handler
+	Paths() []string
+}
+
 // Config holds the API's tunables; cmd/chatd fills it from the environment.
 type Config struct {
 	ElicitationTTL time.Duration
@@ -116,7 +122,7 @@ type Deps struct {
 	// without an entity URL template.
 	Renderer *render.Renderer
 	// UI serves the chat page at /; nil serves none.
-	UI http.Handler
+	UI UI
 	// RateLimit limits requests per principal on /v1 and AuthFailLimit
 	// failed authentications per client address; nil: no limit.
 	RateLimit     *ratelimit.Limiter
@@ -132,7 +138,7 @@ type Server struct {
 	metrics    *Metrics
 	cfg        Config
 	renderer   *render.Renderer
-	ui         http.Handler
+	ui         UI
 	handler    http.Handler
 	engine     *turn.Engine
 	// storeErrLog limits the lines logged for an unreachable store.
