@@ -111,7 +111,7 @@ func (s *Server) handleAISDKStream(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	defer stream.close()
-	if err != nil && !isClientGone(err) {
+	if err != nil && !isClientGone(r, err) {
 		sink.Failed(problemFor(errTurnLost))
 	}
 	return nil

@@ -204,6 +204,12 @@ func (s *Server) handle(h handlerFunc) http.Handler {
 // writeError writes err as problem+json. Clients see a safe message; the
 // wrapped cause is logged only for server-side failures.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if isClientGone(r, err) {
+		// Nobody is left to read a problem: the status alone, for the
+		// request log and metrics.
+		w.WriteHeader(statusClientGone)
+		return
+	}
 	p := problemFor(err)
 	s.observeError(r, p, err)
 	body, mErr := marshal(p)
@@ -218,7 +224,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) observeError(r *http.Request, p Problem, err error) {
-	if p.Status < 500 || isClientGone(err) {
+	if p.Status < 500 || isClientGone(r, err) {
 		return
 	}
 	attrs := []slog.Attr{

@@ -130,3 +130,17 @@ func ReadElicitation(params json.RawMessage) (e Elicitation, ok bool) {
 		Confirmation: len(schema.Properties) == 0,
 	}, id != ""
 }
+
+// Prefixed puts a *blocks.ValidationError's violations under path (another
+// error becomes one violation at path).
+func Prefixed(err error, path string) error {
+	verr, ok := err.(*blocks.ValidationError)
+	if !ok {
+		return &blocks.ValidationError{Errors: []blocks.FieldError{{Field: path, Detail: err.Error()}}}
+	}
+	out := &blocks.ValidationError{}
+	for _, fe := range verr.Errors {
+		out.Add(blocks.JoinPath(path, fe.Field), fe.Detail)
+	}
+	return out
+}

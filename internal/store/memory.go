@@ -405,17 +405,24 @@ func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, err
 		}
 		return TurnStart{Thread: th.view(now), LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor)), Pending: pending}, nil
 	}
-	return TurnStart{}, elicitationStateError(b.ElicitationID, th.elicitations[b.ElicitationID])
+	state := th.elicitations[b.ElicitationID]
+	if state == elicitationIssued {
+		th.elicitations[b.ElicitationID] = elicitationExpired
+	}
+	return TurnStart{}, elicitationStateError(b.ElicitationID, state)
 }
 
 // elicitationStateError maps the recorded state of an elicitation that is not
-// pending to the error a resume gets.
+// pending to the error a resume gets. An issued one is finding its expiry
+// for the first time (the caller records it as expired).
 func elicitationStateError(id, state string) error {
 	switch state {
 	case elicitationConsumed:
 		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationConsumed)
 	case elicitationIssued:
-		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationExpired)
+		return &ExpiredError{ID: id, First: true}
+	case elicitationExpired:
+		return &ExpiredError{ID: id}
 	default:
 		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationNotFound)
 	}
@@ -425,6 +432,8 @@ func elicitationStateError(id, state string) error {
 const (
 	elicitationIssued   = "issued"
 	elicitationConsumed = "consumed"
+	// elicitationExpired: issued, and a resume has found it expired.
+	elicitationExpired = "expired"
 )
 
 // CommitTurn writes a turn's outcome and releases its lock, all or nothing.

@@ -640,7 +640,11 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 	case "CONSUMED":
 		return TurnStart{}, elicitationStateError(b.ElicitationID, elicitationConsumed)
 	case "EXPIRED":
-		return TurnStart{}, elicitationStateError(b.ElicitationID, elicitationIssued)
+		state := elicitationExpired
+		if len(data) > 0 && data[0] == "first" {
+			state = elicitationIssued
+		}
+		return TurnStart{}, elicitationStateError(b.ElicitationID, state)
 	case "UNKNOWN":
 		return TurnStart{}, elicitationStateError(b.ElicitationID, "")
 	case "OK":

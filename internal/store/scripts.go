@@ -214,7 +214,7 @@ return ok()
 // turn events; ARGV 1 principal, 2 elicitation id, 3 token, 4 lock_ttl_ms,
 // 5 turn id, 6 events_ttl_ms, 7 start event count (0 or 1), 8-10 its id,
 // name, data, then the window: its default, then processor and window pairs.
-// Returns NOTFOUND | BUSY | CONSUMED | EXPIRED | UNKNOWN
+// Returns NOTFOUND | BUSY | CONSUMED | EXPIRED [+ 'first'] | UNKNOWN
 // | OK + thread + pending JSON + window messages. A claim on this
 // elicitation held by ARGV token was taken by a first run of this call, which
 // answered OK; so does the repeat.
@@ -243,7 +243,13 @@ if p[1] and p[1] == id then
 end
 local state = redis.call('HGET', KEYS[6], id)
 if state == 'consumed' then return {'CONSUMED'} end
-if state == 'issued' then return {'EXPIRED'} end
+if state == 'issued' then
+  -- The first resume to find the pending state gone records the expiry, so
+  -- it is reported as discovered once.
+  redis.call('HSET', KEYS[6], id, 'expired')
+  return {'EXPIRED', 'first'}
+end
+if state == 'expired' then return {'EXPIRED'} end
 return {'UNKNOWN'}
 `)
 

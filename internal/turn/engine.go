@@ -233,9 +233,9 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 		LockTTL: e.cfg.TurnTimeout, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
 		Turn: e.turnBegin(start, ""),
 	})
-	if errors.Is(err, store.ErrElicitationExpired) {
+	if expired := (*store.ExpiredError)(nil); errors.As(err, &expired) && expired.First {
 		// Redis expires pending state silently, so an expiry is counted when
-		// a late answer discovers it.
+		// the first late answer discovers it, and only then.
 		e.obs.Elicitation(thread.Processor, "expired")
 	}
 	if err != nil {
@@ -254,7 +254,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 	// The answer's own _meta is kept on the recorded message, beside the
 	// record of the result.
 	t.userMsg = blocks.Message{
-		ID: start.UserMessageID, Role: blocks.RoleUser, Text: describeAnswer(a.Result), Timestamp: blocks.Now(),
+		ID: start.UserMessageID, Role: blocks.RoleUser, Text: request.Describe(a.Result), Timestamp: blocks.Now(),
 		Meta: withMeta(a.Meta, blocks.MetaElicitationResult, answerRecord(a.ElicitationID, a.Result)),
 	}
 	t.input = processor.Input{Resume: &processor.Resume{Request: request, Result: a.Result, State: begun.Pending.State}}

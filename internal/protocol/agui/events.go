@@ -195,7 +195,7 @@ func (r *Run) Completed(res *turn.Result) {
 			in.Reason = ReasonConfirmation
 		}
 		if res.ElicitationExpiresAt != nil {
-			in.ExpiresAt = res.ElicitationExpiresAt.UTC().Format(time.RFC3339Nano)
+			in.ExpiresAt = blocks.FormatTimestamp(time.Time(*res.ElicitationExpiresAt))
 		}
 		in.Metadata.Meta = e.Meta
 		fin.Outcome = &Outcome{Type: "interrupt", Interrupts: []Interrupt{in}}

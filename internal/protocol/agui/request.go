@@ -98,6 +98,10 @@ func DecodeRequest(body []byte) (Request, error) {
 	if err := decode(in.Messages[last], &msg, false); err != nil {
 		return Request{}, protocol.Inputf("%s: %s", path, err)
 	}
+	// What chatd keeps of the message must read back as it was sent.
+	if err := blocks.CheckExact(in.Messages[last]); err != nil {
+		return Request{}, protocol.Prefixed(err, path)
+	}
 	if msg.Role != "user" {
 		return Request{}, protocol.Inputf("%s.role: the last message must be the user's (or resume must answer the interrupt)", path)
 	}
@@ -129,6 +133,9 @@ func readResume(entries []resumeEntry) (*Answer, error) {
 	}
 	if err := decode(e.Payload, &p, true); err != nil {
 		return nil, protocol.Inputf("resume[0].payload: must be an elicitation result {action, content?}: %s", err)
+	}
+	if err := blocks.CheckExact(e.Payload); err != nil {
+		return nil, protocol.Prefixed(err, "resume[0].payload")
 	}
 	answer.Result, answer.Meta = elicit.Result{Action: p.Action, Content: p.Content}, p.Meta
 	return answer, nil

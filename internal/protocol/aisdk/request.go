@@ -105,6 +105,10 @@ func DecodeRequest(body []byte) (Request, error) {
 	if err := decode(req.Messages[last], &msg, false); err != nil {
 		return Request{}, protocol.Inputf("%s: %s", path, err)
 	}
+	// What chatd keeps of the message must read back as it was sent.
+	if err := blocks.CheckExact(req.Messages[last]); err != nil {
+		return Request{}, protocol.Prefixed(err, path)
+	}
 	out := Request{ThreadID: *req.ID}
 	switch msg.Role {
 	case "user":
@@ -148,7 +152,7 @@ func readUserMessage(out *Request, msg uiMessage, path string) error {
 		case DataContentBlock:
 			block, err := blocks.Decode(p.Data)
 			if err != nil {
-				verr.Merge(prefixed(err, partPath+".data"))
+				verr.Merge(protocol.Prefixed(err, partPath+".data"))
 			}
 			out.Blocks = append(out.Blocks, block)
 		}
@@ -220,17 +224,4 @@ func describe(err error) error {
 		return fmt.Errorf("%s: must not be %s", typeErr.Field, typeErr.Value)
 	}
 	return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
-}
-
-// prefixed puts a block's violations under path.
-func prefixed(err error, path string) error {
-	verr, ok := err.(*blocks.ValidationError)
-	if !ok {
-		return blocks.FieldError{Field: path, Detail: err.Error()}
-	}
-	out := &blocks.ValidationError{}
-	for _, fe := range verr.Errors {
-		out.Add(blocks.JoinPath(path, fe.Field), fe.Detail)
-	}
-	return out
 }
