@@ -28,6 +28,7 @@ FUZZTIME ?= 30s
 fuzz:
 	go test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/blocks
 	go test -run '^$$' -fuzz '^FuzzParseMatchesStdlib$$' -fuzztime $(FUZZTIME) ./internal/blocks
+	go test -run '^$$' -fuzz '^FuzzCheckExact$$' -fuzztime $(FUZZTIME) ./internal/blocks
 	go test -run '^$$' -fuzz '^FuzzNewRequest$$' -fuzztime $(FUZZTIME) ./internal/elicit
 	go test -run '^$$' -fuzz '^FuzzValidateResult$$' -fuzztime $(FUZZTIME) ./internal/elicit
 	go test -run '^$$' -fuzz '^FuzzFormats$$' -fuzztime $(FUZZTIME) ./internal/elicit

@@ -233,7 +233,17 @@ func (th *memThread) appendEvents(turnID string, events []TurnEvent, ttl time.Du
 	if !ok || !now.Before(log.expires) {
 		return
 	}
-	log.events = append(log.events, events...)
+	last := 0
+	if n := len(log.events); n > 0 {
+		last = log.events[n-1].ID
+	}
+	for _, e := range events {
+		// An event already logged (a re-sent append) is not logged twice.
+		if e.ID > last {
+			log.events = append(log.events, e)
+			last = e.ID
+		}
+	}
 	if ttl > 0 {
 		log.expires = now.Add(ttl)
 	}
@@ -573,23 +583,24 @@ func (m *Memory) AppendTurnEvents(ctx context.Context, threadID, turnID string, 
 }
 
 // TurnEvents returns the events of a turn's log after the one with ID
-// after, oldest first. When there are none yet and the log has not ended it
-// waits up to wait for more. It returns ErrNotFound for a thread principal
-// does not own and ErrTurnNotFound for a log that does not exist.
-func (m *Memory) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, error) {
+// after, oldest first, and whether the log has ended (holds its last
+// event). When there are none yet and the log has not ended it waits up to
+// wait for more. It returns ErrNotFound for a thread principal does not own
+// and ErrTurnNotFound for a log that does not exist.
+func (m *Memory) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
 		events, changed, err := m.turnEvents(threadID, principal, turnID, after)
 		if err != nil || len(events) > 0 || changed == nil {
-			return events, err
+			return events, changed == nil && err == nil, err
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			return nil, nil
+			return nil, false, nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }

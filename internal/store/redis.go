@@ -789,49 +789,50 @@ func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, e
 }
 
 // TurnEvents returns the events of a turn's log after the one with ID
-// after, oldest first. When there are none yet and the log has not ended it
-// waits up to wait for more (XREAD BLOCK). It returns ErrNotFound for a
+// after, oldest first, and whether the log has ended (holds its last
+// event). When there are none yet and the log has not ended it waits up to
+// wait for more (XREAD BLOCK). It returns ErrNotFound for a
 // thread principal does not own, ErrTurnNotFound for a log that does not
 // exist, and ErrUnavailable.
-func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, error) {
+func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
 	key := turnKey(threadID, turnID)
 	status, data, err := r.run(ctx, "turn events", turnEventsScript, []string{keysFor(threadID).thread, key}, principal, after)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch status {
 	case "OK":
 	case "NOTFOUND":
-		return nil, fmt.Errorf("store: thread %s: %w", threadID, ErrNotFound)
+		return nil, false, fmt.Errorf("store: thread %s: %w", threadID, ErrNotFound)
 	case "NOTURN":
-		return nil, fmt.Errorf("store: turn %s: %w", turnID, ErrTurnNotFound)
+		return nil, false, fmt.Errorf("store: turn %s: %w", turnID, ErrTurnNotFound)
 	default:
-		return nil, unexpectedStatus("turn events", status)
+		return nil, false, unexpectedStatus("turn events", status)
 	}
 	ended, _ := data[0].(int64)
 	events, err := eventsFromReply(data[1:])
 	if err != nil || len(events) > 0 || ended == 1 || wait <= 0 {
-		return events, err
+		return events, ended == 1, err
 	}
 	streams, err := r.client.XRead(ctx, &redis.XReadArgs{
 		Streams: []string{key, "0-" + strconv.Itoa(after)}, Block: wait,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, wrapRedisError("turn events", err)
+		return nil, false, wrapRedisError("turn events", err)
 	}
 	for _, st := range streams {
 		for _, m := range st.Messages {
 			e, err := eventFromStream(m)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			events = append(events, e)
 		}
 	}
-	return events, nil
+	return events, len(events) > 0 && events[len(events)-1].Final(), nil
 }
 
 func eventsFromReply(data []any) ([]TurnEvent, error) {

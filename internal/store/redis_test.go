@@ -143,12 +143,14 @@ func TestRedisRoundTrips(t *testing.T) {
 	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: warm.ID, LockToken: claim.LockToken}))
 	_, err = st.History(ctx, warm.ID, alice, 10, "")
 	require.NoError(t, err)
+	require.NoError(t, st.AppendTurnEvents(ctx, warm.ID, claim.Thread.ID, nil))
 	require.NoError(t, st.DeleteThread(ctx, warm.ID, alice))
 
 	th := store.Thread{ID: blocks.NewID(), Owner: alice, Processor: "echo"}
 	var (
 		begin store.TurnStart
 		pause = newTestPending(time.Hour)
+		turn  = newTestTurn("")
 	)
 	tests := []struct {
 		name string
@@ -158,12 +160,16 @@ func TestRedisRoundTrips(t *testing.T) {
 		{"GetThread", func() error { _, _, err := st.GetThread(ctx, th.ID, alice); return err }},
 		{"BeginTurn", func() error {
 			var err error
-			begin, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 50})
+			begin, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 50, Turn: turn})
 			return err
 		}},
-		{"CommitTurn", func() error {
-			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: begin.LockToken, Messages: newTestMessages(2, "q"), Pause: &pause,
-				Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"}})
+		{"AppendTurnEvents", func() error {
+			return st.AppendTurnEvents(ctx, th.ID, turn.ID, []store.TurnEvent{testEvent(2, "text.delta"), testEvent(3, "text.delta")})
+		}},
+		{"CommitTurn, its events and the owner's thread index", func() error {
+			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: begin.LockToken, Messages: newTestMessages(2, "q"), Pause: &pause,
+				Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"},
+				TurnID:      turn.ID, Events: []store.TurnEvent{testEvent(4, "turn.completed")}, Preview: "q"})
 		}},
 		{"BeginResume", func() error {
 			var err error
