@@ -20,7 +20,7 @@ test:
 bench:
 	bash scripts/ensure-redis.sh
 	go run ./bench/loadbench
-	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api
+	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api ./internal/processor/agent
 
 # Fuzz every decoder of untrusted input for FUZZTIME each (the seed corpora
 # in testdata/ already run in make test).
