@@ -11,7 +11,7 @@ build:
 test:
 	bash scripts/ensure-redis.sh
 	bash scripts/ensure-chromium.sh
-	bash scripts/ensure-frontend-deps.sh
+	bash scripts/ensure-node-deps.sh
 	go vet ./...
 	CHATD_FRONTEND_TESTS=1 go test -race -count=1 ./...
 

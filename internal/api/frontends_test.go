@@ -16,15 +16,15 @@ import (
 // testdata/frontends/package-lock.json (`ai`, `@ag-ui/client`): a streamed
 // reply, blocks equal to history's, a form answered, a confirm declined, an
 // expired answer, unknown threads, failures and reattach. The scenarios are
-// in testdata/frontends/protocols.test.mjs; scripts/ensure-frontend-deps.sh
+// in testdata/frontends/protocols.test.mjs; scripts/ensure-node-deps.sh
 // installs the packages (make test runs it).
 func TestFrontendProtocols(t *testing.T) {
 	dir := filepath.Join("testdata", "frontends")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ai")); err != nil {
 		if os.Getenv("CHATD_FRONTEND_TESTS") != "" {
-			t.Fatalf("the frontend test packages are not installed; run scripts/ensure-frontend-deps.sh: %v", err)
+			t.Fatalf("the frontend test packages are not installed; run scripts/ensure-node-deps.sh: %v", err)
 		}
-		t.Skip("the frontend test packages are not installed (make test installs them with scripts/ensure-frontend-deps.sh)")
+		t.Skip("the frontend test packages are not installed (make test installs them with scripts/ensure-node-deps.sh)")
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
