@@ -338,12 +338,19 @@ func TestClientGoneIs499(t *testing.T) {
 func TestHeadOnEveryGetRoute(t *testing.T) {
 	ts := newTestServer(t)
 	thread := ts.mustCreateThread(t, alice, "echo")
-	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/openapi.yaml", "/v1/processors",
-		"/v1/threads/" + thread, "/v1/threads/" + thread + "/messages", "/v1/threads/" + thread + "/messages?limit=0"} {
+	res := ts.mustTurn(t, alice, thread, "hi")
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/openapi.yaml", "/v1/processors", "/v1/threads",
+		"/v1/threads/" + thread, "/v1/threads/" + thread + "/messages", "/v1/threads/" + thread + "/messages?limit=0",
+		"/v1/threads/" + thread + "/turns/" + res.TurnID + "/events", "/v1/threads/" + blocks.NewID()} {
 		t.Run(path, func(t *testing.T) {
-			get := ts.do(t, testRequest{method: http.MethodGet, path: path, as: alice})
+			header := http.Header{}
+			if strings.HasSuffix(path, "/events") {
+				header.Set("Accept", "text/event-stream")
+			}
+			get := ts.do(t, testRequest{method: http.MethodGet, path: path, as: alice, header: header})
 			req, err := http.NewRequest(http.MethodHead, ts.URL+path, nil)
 			require.NoError(t, err)
+			req.Header = header.Clone()
 			req.Header.Set(principalHeader, alice)
 			resp, err := ts.Client().Do(req)
 			require.NoError(t, err)
