@@ -9,6 +9,7 @@ build:
 test:
 	bash scripts/ensure-redis.sh
 	bash scripts/ensure-chromium.sh
+	bash scripts/ensure-node-deps.sh
 	go vet ./...
 	go test -race -count=1 ./...
 
