@@ -55,7 +55,7 @@ func (ts *testServer) rawHistory(tb testing.TB, as, threadID string) []json.RawM
 }
 
 func TestNumbersKeptDigitForDigit(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		for _, n := range exactNumbers {
 			t.Run(n, func(t *testing.T) {
@@ -92,7 +92,7 @@ func TestNumbersKeptDigitForDigit(t *testing.T) {
 }
 
 func TestAnswersKeptDigitForDigit(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		for _, n := range exactNumbers {
 			t.Run(n, func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestAnswersKeptDigitForDigit(t *testing.T) {
 }
 
 func TestUnkeepableValuesRefused(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		// CHATD_MAX_JSON_DEPTH raised far past what chatd can keep: the
 		// exactness bound still holds.
 		ts := newTestServer(t, withStoreKind(kind), withConfig(func(c *api.Config) { c.MaxJSONDepth = 5000 }))
@@ -154,7 +154,7 @@ func TestUnkeepableValuesRefused(t *testing.T) {
 var threeDigits = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
 func TestTimestampsHaveThreeFractionalDigits(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		thread := ts.mustCreateThread(t, alice, "echo")
 		var stamps []string
@@ -196,7 +196,7 @@ func TestTimestampsHaveThreeFractionalDigits(t *testing.T) {
 }
 
 func TestFormModeAndDateTimeAnswers(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		const schema = `{"type":"object","properties":{"at":{"type":"string","format":"date-time","title":"When"}}}`
 		t.Run("mode form accepted, not echoed", func(t *testing.T) {
@@ -273,7 +273,7 @@ func TestDuplicateCredentialsUnauthorized(t *testing.T) {
 }
 
 func TestURIFieldsValidated(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		thread := ts.mustCreateThread(t, alice, "echo")
 		blocksFor := func(uri string) (string, []string) {
@@ -338,12 +338,19 @@ func TestClientGoneIs499(t *testing.T) {
 func TestHeadOnEveryGetRoute(t *testing.T) {
 	ts := newTestServer(t)
 	thread := ts.mustCreateThread(t, alice, "echo")
-	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/openapi.yaml", "/v1/processors",
-		"/v1/threads/" + thread, "/v1/threads/" + thread + "/messages", "/v1/threads/" + thread + "/messages?limit=0"} {
+	res := ts.mustTurn(t, alice, thread, "hi")
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/openapi.yaml", "/v1/processors", "/v1/threads",
+		"/v1/threads/" + thread, "/v1/threads/" + thread + "/messages", "/v1/threads/" + thread + "/messages?limit=0",
+		"/v1/threads/" + thread + "/turns/" + res.TurnID + "/events", "/v1/threads/" + blocks.NewID()} {
 		t.Run(path, func(t *testing.T) {
-			get := ts.do(t, testRequest{method: http.MethodGet, path: path, as: alice})
+			header := http.Header{}
+			if strings.HasSuffix(path, "/events") {
+				header.Set("Accept", "text/event-stream")
+			}
+			get := ts.do(t, testRequest{method: http.MethodGet, path: path, as: alice, header: header})
 			req, err := http.NewRequest(http.MethodHead, ts.URL+path, nil)
 			require.NoError(t, err)
+			req.Header = header.Clone()
 			req.Header.Set(principalHeader, alice)
 			resp, err := ts.Client().Do(req)
 			require.NoError(t, err)
@@ -391,7 +398,7 @@ func TestBadRequestsNameTheShape(t *testing.T) {
 }
 
 func TestRecordedAnswerUsesTitlesInFormOrder(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		const schema = `{"type":"object","properties":{` +
 			`"title":{"type":"string","title":"Title"},"date":{"type":"string","format":"date","title":"Date"},` +
@@ -418,7 +425,7 @@ func TestRecordedAnswerUsesTitlesInFormOrder(t *testing.T) {
 }
 
 func TestExpiredCountedOnce(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		st := newTestStore(t, kind)
 		// The pause is made with a long TTL on one server, so that nothing
 		// races it; a second server on the same store re-pauses with a TTL

@@ -144,13 +144,17 @@ func splitHosts(rawURL string) string {
 // redisKeys are the keys of one thread. They share the hash tag {<id>}, so
 // Cluster keeps them in one slot and a script may touch them all.
 type redisKeys struct {
-	thread, msgs, msgdata, pending, elicitations, lock, idem, idemexp string
+	thread, hist, pending, elicitations, lock, idem, idemexp string
+	// msgs and msgdata held history in the earlier layout; scripts convert
+	// what they find there (see historyLua).
+	msgs, msgdata string
 }
 
 func keysFor(threadID string) redisKeys {
 	p := "chatd:{" + threadID + "}:"
 	return redisKeys{
 		thread:       p + "thread",
+		hist:         p + "history",
 		msgs:         p + "msgs",
 		msgdata:      p + "msgdata",
 		pending:      p + "pending",
@@ -162,7 +166,7 @@ func keysFor(threadID string) redisKeys {
 }
 
 func (k redisKeys) all() []string {
-	return []string{k.thread, k.msgs, k.msgdata, k.pending, k.elicitations, k.lock, k.idem, k.idemexp}
+	return []string{k.thread, k.hist, k.msgs, k.msgdata, k.pending, k.elicitations, k.lock, k.idem, k.idemexp}
 }
 
 // turnKey is the stream that logs a turn's events; it shares its thread's
@@ -567,7 +571,7 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 	args := eventArgs([]any{b.Principal, field, token, b.LockTTL.Milliseconds(), b.Turn.ID, b.Turn.Fingerprint,
 		r.opts.TurnEventsTTL.Milliseconds()}, startEvents(b.Turn))
 	status, data, err := r.run(ctx, "begin turn", beginTurnScript,
-		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp, turnKey(b.ThreadID, b.Turn.ID)},
+		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp, turnKey(b.ThreadID, b.Turn.ID), k.hist},
 		windowArgs(b.Window, b.WindowByProcessor, args...)...)
 	if err != nil {
 		return TurnStart{}, err
@@ -627,7 +631,7 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 	args := eventArgs([]any{b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds(), b.Turn.ID,
 		r.opts.TurnEventsTTL.Milliseconds()}, startEvents(b.Turn))
 	status, data, err := r.run(ctx, "begin resume", beginResumeScript,
-		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, turnKey(b.ThreadID, b.Turn.ID)},
+		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, turnKey(b.ThreadID, b.Turn.ID), k.hist},
 		windowArgs(b.Window, b.WindowByProcessor, args...)...)
 	if err != nil {
 		return TurnStart{}, err
@@ -714,7 +718,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	args = eventArgs(args, c.Events)
 
 	k := keysFor(c.ThreadID)
-	keys := []string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp, turnKey(c.ThreadID, c.TurnID)}
+	keys := []string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp, turnKey(c.ThreadID, c.TurnID), k.hist}
 	index := func(redis.Pipeliner) {}
 	if c.Owner != "" {
 		index = r.touchIndex(c.Owner, c.ThreadID, now, true)
@@ -1034,7 +1038,7 @@ func (r *Redis) History(ctx context.Context, threadID, principal string, limit i
 		return Page{}, err
 	}
 	k := keysFor(threadID)
-	status, data, err := r.run(ctx, "history", historyScript, []string{k.thread, k.msgs, k.msgdata}, principal, limit, before)
+	status, data, err := r.run(ctx, "history", historyScript, []string{k.thread, k.msgs, k.msgdata, k.hist}, principal, limit, before)
 	if err != nil {
 		return Page{}, err
 	}

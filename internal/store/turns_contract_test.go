@@ -123,10 +123,15 @@ func testTurnLogExpiry(t *testing.T, newStore newStoreFunc) {
 	turn := newTestTurn("")
 	ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Turn: turn})
 	require.NoError(t, err)
+	ended := time.Now()
 	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID,
 		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testEvent(2, "turn.completed")}}))
 	_, _, err = st.TurnEvents(ctx, th.ID, alice, turn.ID, 0, 0)
-	require.NoError(t, err, "readable right after the turn")
+	// Readable right after the turn — unless the machine took the log's
+	// whole lifetime to ask, which is no fault of the store.
+	if time.Since(ended) < shortTTL {
+		require.NoError(t, err, "readable right after the turn")
+	}
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		_, _, err := st.TurnEvents(ctx, th.ID, alice, turn.ID, 0, 0)
 		assert.ErrorIs(c, err, store.ErrTurnNotFound)
