@@ -35,6 +35,8 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzParseTurnRequest$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzJSONDepth$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzMessage$$' -fuzztime $(FUZZTIME) ./internal/render
+	go test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./internal/protocol/aisdk
+	go test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./internal/protocol/agui
 
 # Regenerate the README's screenshots of the chat page from the browser test.
 screenshots:
