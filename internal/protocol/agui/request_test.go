@@ -62,7 +62,9 @@ func TestDecodeRequest(t *testing.T) {
 }
 
 func TestDecodeRequestRefuses(t *testing.T) {
-	last := func(content string) string { return input(`"messages":[{"id":"1","role":"user","content":` + content + `}]`) }
+	last := func(content string) string {
+		return input(`"messages":[{"id":"1","role":"user","content":` + content + `}]`)
+	}
 	resume := func(entries string) string { return input(`"messages":[],"resume":` + entries) }
 	tests := []struct {
 		name   string
