@@ -197,6 +197,12 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		}
 	}
 
+	// 7: the turn event log and reattachment.
+	turnLog, err := b.measureTurnLog(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("row 7: %w", err)
+	}
+
 	// 5: short against long threads.
 	growth, err := b.measureGrowth(ctx)
 	if err != nil {
@@ -225,6 +231,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		row{id: "6d", scenario: "the same turn over AG-UI (POST /v1/ag-ui)", res: r6d,
 			ratio: ratio(r6d.throughput(), r6.throughput()), ratioIs: "req/s ÷ native SSE (6b); goal ≥ 0.9"},
 	)
+	rows = append(rows, turnLog...)
 	return rows, nil
 }
 
