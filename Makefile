@@ -1,4 +1,4 @@
-.PHONY: run test build bench fuzz
+.PHONY: run test build bench fuzz screenshots
 
 run:
 	go run ./cmd/chatd
@@ -8,6 +8,7 @@ build:
 
 test:
 	bash scripts/ensure-redis.sh
+	bash scripts/ensure-chromium.sh
 	go vet ./...
 	go test -race -count=1 ./...
 
@@ -16,7 +17,7 @@ test:
 bench:
 	bash scripts/ensure-redis.sh
 	go run ./bench/loadbench
-	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api
+	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api ./internal/processor/agent
 
 # Fuzz every decoder of untrusted input for FUZZTIME each (the seed corpora
 # in testdata/ already run in make test).
@@ -24,9 +25,15 @@ FUZZTIME ?= 30s
 fuzz:
 	go test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/blocks
 	go test -run '^$$' -fuzz '^FuzzParseMatchesStdlib$$' -fuzztime $(FUZZTIME) ./internal/blocks
+	go test -run '^$$' -fuzz '^FuzzCheckExact$$' -fuzztime $(FUZZTIME) ./internal/blocks
 	go test -run '^$$' -fuzz '^FuzzNewRequest$$' -fuzztime $(FUZZTIME) ./internal/elicit
 	go test -run '^$$' -fuzz '^FuzzValidateResult$$' -fuzztime $(FUZZTIME) ./internal/elicit
 	go test -run '^$$' -fuzz '^FuzzFormats$$' -fuzztime $(FUZZTIME) ./internal/elicit
 	go test -run '^$$' -fuzz '^FuzzParseTurnRequest$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzJSONDepth$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzMessage$$' -fuzztime $(FUZZTIME) ./internal/render
+
+# Regenerate the README's screenshots of the chat page from the browser test.
+screenshots:
+	bash scripts/ensure-chromium.sh
+	CHATD_SCREENSHOTS=1 go test -count=1 -run '^TestDemoConversation$$' ./internal/ui

@@ -24,7 +24,7 @@ type config struct {
 	// replicas have it, waiting at most RedisWaitTimeout.
 	RedisWaitReplicas int           `envconfig:"REDIS_WAIT_REPLICAS" default:"0"`
 	RedisWaitTimeout  time.Duration `envconfig:"REDIS_WAIT_TIMEOUT" default:"1s"`
-	Processors        []string      `envconfig:"PROCESSORS" default:"demo,echo"`
+	Processors        []string      `envconfig:"PROCESSORS" default:"demo"`
 	DefaultProcessor  string        `envconfig:"DEFAULT_PROCESSOR" default:"demo"`
 	AuthMode          string        `envconfig:"AUTH_MODE" default:"none"`
 	APIKeys           string        `envconfig:"API_KEYS"`

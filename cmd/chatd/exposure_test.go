@@ -73,7 +73,7 @@ func TestRunCutsTrickledBody(t *testing.T) {
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	addr := freeAddr(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "CHATD_TEST_RUN_MAIN=1", "CHATD_ADDR="+addr, "CHATD_DEFAULT_PROCESSOR=echo",
+	cmd.Env = append(os.Environ(), "CHATD_TEST_RUN_MAIN=1", "CHATD_ADDR="+addr, "CHATD_PROCESSORS=demo,echo", "CHATD_DEFAULT_PROCESSOR=echo",
 		"CHATD_LOG_LEVEL=warn")
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)

@@ -21,6 +21,7 @@ import (
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
+	"chatd/internal/ui"
 )
 
 func main() {
@@ -85,6 +86,12 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("configuration: CHATD_ENTITY_URL_TEMPLATE: %w", err)
 	}
+	var page api.UI
+	if cfg.UI {
+		if page, err = ui.New(ui.Options{EntityURLTemplate: cfg.EntityURLTemplate}); err != nil {
+			return fmt.Errorf("chat page: %w", err)
+		}
+	}
 	// With Redis, every instance shares the rate limits' counts.
 	var counter ratelimit.Counter
 	if rc, ok := st.(ratelimit.Counter); ok {
@@ -95,6 +102,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 		RateLimit:     ratelimit.New(cfg.RateLimit, counter, logger),
 		AuthFailLimit: ratelimit.New(cfg.AuthFailLimit, counter, logger),
 		Renderer:      renderer,
+		UI:            page,
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,

@@ -265,7 +265,7 @@ func TestRunFailsOnBadConfiguration(t *testing.T) {
 // mid-way: the stream still ends with turn.completed (sent only once the
 // turn is committed), and run returns cleanly.
 func TestShutdownLetsRunningStreamsFinish(t *testing.T) {
-	base, stop, _ := startRun(t, map[string]string{"CHATD_DEFAULT_PROCESSOR": "echo"})
+	base, stop, _ := startRun(t, map[string]string{"CHATD_PROCESSORS": "demo,echo", "CHATD_DEFAULT_PROCESSOR": "echo"})
 	status, thread := mustDo(t, http.MethodPost, base+"/v1/threads", "", nil)
 	require.Equal(t, http.StatusCreated, status)
 	threadURL := base + "/v1/threads/" + thread["id"].(string)
@@ -301,4 +301,19 @@ func TestShutdownLetsRunningStreamsFinish(t *testing.T) {
 	require.NotEmpty(t, rest)
 	assert.Equal(t, "turn.completed", rest[len(rest)-1], "the stream ends with its turn, not with the shutdown")
 	require.NoError(t, <-stopped)
+}
+
+// TestDefaultProcessorsAreDemoOnly: echo is a test processor and must be
+// asked for by CHATD_PROCESSORS.
+func TestDefaultProcessorsAreDemoOnly(t *testing.T) {
+	t.Setenv("CHATD_PROCESSORS", "")
+	require.NoError(t, os.Unsetenv("CHATD_PROCESSORS"))
+	base, stop, _ := startRun(t, nil)
+	defer func() { assert.NoError(t, stop()) }()
+	status, list := mustDo(t, http.MethodGet, base+"/v1/processors", "", nil)
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "demo", list["default"])
+	assert.Equal(t, []any{map[string]any{"name": "demo", "description": list["processors"].([]any)[0].(map[string]any)["description"]}}, list["processors"])
+	status, _ = mustDo(t, http.MethodPost, base+"/v1/threads", `{"processor":"echo"}`, nil)
+	assert.Equal(t, http.StatusUnprocessableEntity, status)
 }

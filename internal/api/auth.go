@@ -84,7 +84,13 @@ func NewAPIKeyAuth(keys []APIKey) (*APIKeyAuth, error) {
 // in constant time, and every key is compared, so timing reveals neither a
 // key nor which principal's key was close.
 func (a *APIKeyAuth) Authenticate(r *http.Request) (string, error) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	values := r.Header.Values("Authorization")
+	if len(values) != 1 {
+		// Two credentials are refused rather than one of them picked:
+		// which one a proxy on the way would have honoured is anyone's guess.
+		return "", errUnauthenticated
+	}
+	scheme, token, ok := strings.Cut(values[0], " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return "", errUnauthenticated
 	}
@@ -112,7 +118,16 @@ type HeaderAuth struct {
 
 // Authenticate implements Authenticator.
 func (h HeaderAuth) Authenticate(r *http.Request) (string, error) {
-	principal := r.Header.Get(h.Header)
+	values := r.Header.Values(h.Header)
+	if len(values) > 1 {
+		// chatd never picks one: a client that could add a second header
+		// beside the gateway's might otherwise choose its principal.
+		return "", errorf(http.StatusUnauthorized, "unauthorized", "the %s header must be sent once", h.Header)
+	}
+	principal := ""
+	if len(values) == 1 {
+		principal = values[0]
+	}
 	if validPrincipal(principal) != nil {
 		return "", errorf(http.StatusUnauthorized, "unauthorized", "missing or invalid %s header", h.Header)
 	}

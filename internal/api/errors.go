@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"chatd/internal/blocks"
 	"chatd/internal/store"
@@ -23,7 +22,7 @@ type Problem struct {
 	Code                 string              `json:"code"`
 	Errors               []blocks.FieldError `json:"errors,omitempty"`
 	Elicitation          json.RawMessage     `json:"elicitation,omitempty"`
-	ElicitationExpiresAt *time.Time          `json:"elicitation_expires_at,omitempty"`
+	ElicitationExpiresAt *blocks.Timestamp   `json:"elicitation_expires_at,omitempty"`
 }
 
 // Error is an error with the status and code the client sees. Detail is safe
@@ -124,15 +123,21 @@ func problemFor(err error) Problem {
 	}
 	if errors.As(err, &pending) {
 		p.Elicitation = pending.Pending.Request
-		expires := pending.Pending.ExpiresAt.UTC()
-		p.ElicitationExpiresAt = &expires
+		p.ElicitationExpiresAt = blocks.Stamp(pending.Pending.ExpiresAt)
 	}
 	p.Type = "urn:chatd:problem:" + p.Code
 	p.Title = titles[p.Code]
 	return p
 }
 
-// isClientGone reports whether err only says the client went away.
-func isClientGone(err error) bool {
-	return errors.Is(err, context.Canceled)
+// statusClientGone is what a request whose client went away before its
+// answer is logged and counted as (nginx's 499 Client Closed Request): not a
+// server error, and not a status any client sees.
+const statusClientGone = 499
+
+// isClientGone reports whether err, failing r, only says the client went
+// away: its body stopped arriving, or the request's context was cancelled
+// (the connection closed) under the work that failed.
+func isClientGone(r *http.Request, err error) bool {
+	return errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) && r.Context().Err() != nil
 }

@@ -406,6 +406,7 @@ func (e *wireElicitation) id() string {
 
 type wireTurnResult struct {
 	ThreadID           string      `json:"thread_id"`
+	TurnID             string      `json:"turn_id"`
 	Status             string      `json:"status"`
 	UserMessage        wireMessage `json:"user_message"`
 	Message            wireMessage `json:"message"`
@@ -418,10 +419,16 @@ type wireTurnResult struct {
 }
 
 type wireThread struct {
-	ID                 string           `json:"id"`
-	Processor          string           `json:"processor"`
-	CreatedAt          time.Time        `json:"created_at"`
-	UpdatedAt          time.Time        `json:"updated_at"`
+	ID          string            `json:"id"`
+	Processor   string            `json:"processor"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+	Title       *string           `json:"title"`
+	Metadata    map[string]string `json:"metadata"`
+	RunningTurn *struct {
+		ID        string    `json:"id"`
+		StartedAt time.Time `json:"started_at"`
+	} `json:"running_turn"`
 	PendingElicitation *wireElicitation `json:"pending_elicitation"`
 	PendingExpiresAt   *time.Time       `json:"pending_expires_at"`
 }

@@ -37,6 +37,10 @@ func marshal(v any) ([]byte, error) { return blocks.Marshal(v) }
 
 const jsonType = "application/json"
 
+// errClientGone marks a request whose client went away before it was
+// answered: it is logged and counted as 499, not as a server error.
+var errClientGone = errors.New("the client went away")
+
 // readBody reads a JSON request body, bounded by CHATD_MAX_BODY_BYTES and
 // CHATD_MAX_JSON_DEPTH. An empty body is returned as nil when allowEmpty;
 // otherwise the content type must be JSON.
@@ -53,7 +57,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty boo
 			// CHATD_READ_TIMEOUT passed, or the server is shutting down.
 			return nil, errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time")
 		}
-		return nil, errorf(http.StatusBadRequest, "invalid_request", "could not read request body")
+		// Anything else that stops a body from arriving is the connection
+		// failing under it: the client is gone.
+		return nil, fmt.Errorf("reading the request body: %w: %w", errClientGone, err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 && allowEmpty {
 		return nil, nil
@@ -76,21 +82,36 @@ func requireJSON(r *http.Request) error {
 	return nil
 }
 
+// The shapes of the request bodies, named in every 400 detail so a client
+// learns what was expected, not only what was wrong.
+const (
+	turnShape   = "a turn is {message, content_blocks?, _meta?}"
+	answerShape = "an answer is {action, content?, _meta?}"
+	threadShape = "a new thread is {processor?} or an empty body"
+	patchShape  = "a thread update is {title?, metadata?}"
+)
+
+// badShape is a 400 whose detail names what was wrong and the expected shape.
+func badShape(shape, format string, args ...any) *Error {
+	return errorf(http.StatusBadRequest, "invalid_request", "%s: %s", fmt.Sprintf(format, args...), shape)
+}
+
 // decodeStrict decodes exactly one JSON value into v: unknown fields, wrong
-// types and trailing data are errors, and numbers stay json.Number so
-// integers and decimals are validated as the client wrote them.
-func decodeStrict(body []byte, v any) error {
+// types and trailing data are errors whose detail names shape, and numbers
+// stay json.Number so integers and decimals are validated as the client
+// wrote them.
+func decodeStrict(body []byte, v any, shape string) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		return errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: %s", describeDecodeError(err))
+		return badShape(shape, "%s", describeDecodeError(err))
 	}
 	if dec.More() {
-		return errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: unexpected data after the JSON value")
+		return badShape(shape, "malformed JSON body: unexpected data after the JSON value")
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return errorf(http.StatusBadRequest, "invalid_request", "malformed JSON body: unexpected data after the JSON value")
+		return badShape(shape, "malformed JSON body: unexpected data after the JSON value")
 	}
 	return nil
 }
@@ -105,11 +126,11 @@ func describeDecodeError(err error) string {
 		}
 		return fmt.Sprintf("body must be a JSON object, not %s", typeErr.Value)
 	case errors.As(err, &syntaxErr):
-		return fmt.Sprintf("%s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset)
+		return fmt.Sprintf("malformed JSON body: %s (at byte %d)", syntaxErr.Error(), syntaxErr.Offset)
 	case errors.Is(err, io.EOF):
-		return "empty body"
+		return "malformed JSON body: empty body"
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "unexpected end of JSON"
+		return "malformed JSON body: unexpected end of JSON"
 	}
 	// encoding/json reports unknown fields as `json: unknown field "x"`.
 	return strings.TrimPrefix(err.Error(), "json: ")

@@ -53,7 +53,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, threadID, turnID
 		return err
 	}
 	defer stream.close()
-	if err != nil && !isClientGone(err) {
+	if err != nil && !isClientGone(r, err) {
 		// The log ended without a last event: the instance running the turn
 		// died, and the lock it held has lapsed.
 		stream.send(after+1, "error", encodeProblem(errTurnLost))

@@ -7,6 +7,7 @@ import (
 	chatd "chatd"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-chi/cors"
 )
 
@@ -14,6 +15,9 @@ import (
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.observe)
+	// HEAD is served by every GET route (without the body, which net/http
+	// drops), as RFC 9110 expects of a GET resource.
+	r.Use(middleware.GetHead)
 	if len(s.cfg.CORSOrigins) > 0 {
 		r.Use(s.cors())
 	}
@@ -38,6 +42,13 @@ func (s *Server) routes() http.Handler {
 		writeBody(w, http.StatusOK, "application/yaml", chatd.OpenAPI)
 	})
 
+	if s.ui != nil {
+		for _, path := range s.ui.Paths() {
+			r.Method(http.MethodGet, path, s.ui)
+			r.Method(http.MethodHead, path, s.ui)
+		}
+	}
+
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
 		r.Method(http.MethodGet, "/processors", s.handle(s.handleListProcessors))
@@ -61,6 +72,9 @@ func allowedMethods(router chi.Routes, path string) []string {
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if router.Match(chi.NewRouteContext(), m, path) {
 			allowed = append(allowed, m)
+			if m == http.MethodGet {
+				allowed = append(allowed, http.MethodHead)
+			}
 		}
 	}
 	return allowed

@@ -17,10 +17,10 @@ func TestWrongMethodsAndUnknownRoutes(t *testing.T) {
 		status       int
 		code, allow  string
 	}{
-		{http.MethodPut, "/v1/threads", http.StatusMethodNotAllowed, "method_not_allowed", "GET, POST"},
-		{http.MethodPost, "/v1/threads/" + thread, http.StatusMethodNotAllowed, "method_not_allowed", "GET, PATCH, DELETE"},
+		{http.MethodPut, "/v1/threads", http.StatusMethodNotAllowed, "method_not_allowed", "GET, HEAD, POST"},
+		{http.MethodPost, "/v1/threads/" + thread, http.StatusMethodNotAllowed, "method_not_allowed", "GET, HEAD, PATCH, DELETE"},
 		{http.MethodGet, "/v1/threads/" + thread + "/turns", http.StatusMethodNotAllowed, "method_not_allowed", "POST"},
-		{"BREW", "/v1/threads", http.StatusMethodNotAllowed, "method_not_allowed", "GET, POST"},
+		{"BREW", "/v1/threads", http.StatusMethodNotAllowed, "method_not_allowed", "GET, HEAD, POST"},
 		{"BREW", "/no/such/route", http.StatusNotFound, "not_found", ""},
 		{http.MethodGet, "/v2/threads", http.StatusNotFound, "not_found", ""},
 	}

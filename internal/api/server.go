@@ -38,6 +38,12 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// UI is a web page served beside the API: GET on each of its Paths.
+type UI interface {
+	http.Handler
+	Paths() []string
+}
+
 // Config holds the API's tunables; cmd/chatd fills it from the environment.
 type Config struct {
 	ElicitationTTL time.Duration
@@ -118,7 +124,7 @@ type Deps struct {
 	// without an entity URL template.
 	Renderer *render.Renderer
 	// UI serves the chat page at /; nil serves none.
-	UI http.Handler
+	UI UI
 	// RateLimit limits requests per principal on /v1 and AuthFailLimit
 	// failed authentications per client address; nil: no limit.
 	RateLimit     *ratelimit.Limiter
@@ -134,7 +140,7 @@ type Server struct {
 	metrics    *Metrics
 	cfg        Config
 	renderer   *render.Renderer
-	ui         http.Handler
+	ui         UI
 	handler    http.Handler
 	engine     *turn.Engine
 	// storeErrLog limits the lines logged for an unreachable store.
@@ -201,6 +207,12 @@ func (s *Server) handle(h handlerFunc) http.Handler {
 // writeError writes err as problem+json. Clients see a safe message; the
 // wrapped cause is logged only for server-side failures.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if isClientGone(r, err) {
+		// Nobody is left to read a problem: the status alone, for the
+		// request log and metrics.
+		w.WriteHeader(statusClientGone)
+		return
+	}
 	p := problemFor(err)
 	s.observeError(r, p, err)
 	body, mErr := marshal(p)
@@ -215,7 +227,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) observeError(r *http.Request, p Problem, err error) {
-	if p.Status < 500 || isClientGone(err) {
+	if p.Status < 500 || isClientGone(r, err) {
 		return
 	}
 	attrs := []slog.Attr{

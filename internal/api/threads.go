@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"chatd/internal/blocks"
@@ -19,32 +18,31 @@ import (
 type threadView struct {
 	ID                 string            `json:"id"`
 	Processor          string            `json:"processor"`
-	CreatedAt          time.Time         `json:"created_at"`
-	UpdatedAt          time.Time         `json:"updated_at"`
+	CreatedAt          blocks.Timestamp  `json:"created_at"`
+	UpdatedAt          blocks.Timestamp  `json:"updated_at"`
 	Title              *string           `json:"title"`
 	Metadata           map[string]string `json:"metadata"`
 	RunningTurn        *runningTurnView  `json:"running_turn"`
 	PendingElicitation json.RawMessage   `json:"pending_elicitation"`
-	PendingExpiresAt   *time.Time        `json:"pending_expires_at"`
+	PendingExpiresAt   *blocks.Timestamp `json:"pending_expires_at"`
 }
 
 type runningTurnView struct {
-	ID        string    `json:"id"`
-	StartedAt time.Time `json:"started_at"`
+	ID        string           `json:"id"`
+	StartedAt blocks.Timestamp `json:"started_at"`
 }
 
 func newThreadView(t store.Thread, p *store.Pending) threadView {
 	v := threadView{ID: t.ID, Processor: t.Processor, Title: t.Title, Metadata: t.Metadata,
-		CreatedAt: t.CreatedAt.UTC().Truncate(time.Millisecond), UpdatedAt: t.UpdatedAt.UTC().Truncate(time.Millisecond)}
+		CreatedAt: blocks.Timestamp(t.CreatedAt), UpdatedAt: blocks.Timestamp(t.UpdatedAt)}
 	if v.Metadata == nil {
 		v.Metadata = map[string]string{}
 	}
 	if t.Running != nil {
-		v.RunningTurn = &runningTurnView{ID: t.Running.ID, StartedAt: t.Running.StartedAt.UTC().Truncate(time.Millisecond)}
+		v.RunningTurn = &runningTurnView{ID: t.Running.ID, StartedAt: blocks.Timestamp(t.Running.StartedAt)}
 	}
 	if p != nil {
-		expires := p.ExpiresAt.UTC()
-		v.PendingElicitation, v.PendingExpiresAt = p.Request, &expires
+		v.PendingElicitation, v.PendingExpiresAt = p.Request, blocks.Stamp(p.ExpiresAt)
 	}
 	return v
 }
@@ -94,7 +92,7 @@ func (s *Server) handleCreateThread(w http.ResponseWriter, r *http.Request) erro
 		Processor *string `json:"processor"`
 	}
 	if body != nil {
-		if err := decodeStrict(body, &req); err != nil {
+		if err := decodeStrict(body, &req, threadShape); err != nil {
 			return err
 		}
 	}
@@ -266,7 +264,7 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	var req threadPatch
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeStrict(body, &req, patchShape); err != nil {
 		return err
 	}
 	patch, err := parseThreadPatch(req)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"chatd/internal/blocks"
@@ -65,21 +66,23 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 }
 
 // parseTurnRequest validates a turn body into the user's message. Shape
-// errors are 400; more than maxBlocks blocks, invalid blocks and _meta keys
-// are 422 with every path.
+// errors are 400; more than maxBlocks blocks, invalid blocks and _meta keys,
+// and values chatd could not give back exactly (blocks.CheckExact), are 422
+// with every path.
 func parseTurnRequest(body []byte, maxBlocks int) (blocks.Message, error) {
 	var req turnRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeStrict(body, &req, turnShape); err != nil {
 		return blocks.Message{}, err
 	}
 	if req.Message == nil {
-		return blocks.Message{}, errorf(http.StatusBadRequest, "invalid_request", "message: required")
+		return blocks.Message{}, badShape(turnShape, "message: required")
 	}
 	var list []blocks.ContentBlock
 	verr := &blocks.ValidationError{}
+	verr.Merge(blocks.CheckExact(body))
 	if raw := strings.TrimSpace(string(req.ContentBlocks)); raw != "" && raw != "null" {
 		if raw[0] != '[' {
-			return blocks.Message{}, errorf(http.StatusBadRequest, "invalid_request", "content_blocks: must be an array")
+			return blocks.Message{}, badShape(turnShape, "content_blocks: must be an array of content blocks")
 		}
 		if n := arrayLen(req.ContentBlocks); n > maxBlocks {
 			verr.Add("content_blocks", fmt.Sprintf("%d content blocks; at most %d are allowed per message", n, maxBlocks))
@@ -94,25 +97,25 @@ func parseTurnRequest(body []byte, maxBlocks int) (blocks.Message, error) {
 		return blocks.Message{}, err
 	}
 	if *req.Message == "" && len(list) == 0 {
-		return blocks.Message{}, errorf(http.StatusBadRequest, "invalid_request", "message: must not be empty unless content_blocks are given")
+		return blocks.Message{}, badShape(turnShape, "message: must not be empty unless content_blocks are given")
 	}
 	return blocks.NewMessage(blocks.RoleUser, *req.Message, list, req.Meta), nil
 }
 
-// chatdRecords are the _meta keys with which chatd records the elicitation
-// protocol in history; a client that could set them could forge a question
-// or an answer in a replayed conversation.
-var chatdRecords = []string{blocks.MetaElicitationID, blocks.MetaElicitationResult}
-
 // validateClientMeta checks a client's _meta: the key grammar, and none of
-// the keys chatd alone writes.
+// the keys chatd alone writes (blocks.IsRecordKey, in any letter case).
 func validateClientMeta(meta map[string]any) error {
 	verr := &blocks.ValidationError{}
 	verr.Merge(blocks.ValidateMeta(meta, "_meta"))
-	for _, key := range chatdRecords {
-		if _, ok := meta[key]; ok {
-			verr.Add(fmt.Sprintf("_meta[%q]", key), "is written by chatd only")
+	var records []string
+	for key := range meta {
+		if blocks.IsRecordKey(key) {
+			records = append(records, key)
 		}
+	}
+	slices.Sort(records)
+	for _, key := range records {
+		verr.Add(fmt.Sprintf("_meta[%q]", key), "is written by chatd only")
 	}
 	return verr.Err()
 }
@@ -178,10 +181,13 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req answerRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeStrict(body, &req, answerShape); err != nil {
 		return err
 	}
-	if err := validateClientMeta(req.Meta); err != nil {
+	verr := &blocks.ValidationError{}
+	verr.Merge(blocks.CheckExact(body))
+	verr.Merge(validateClientMeta(req.Meta))
+	if err := verr.Err(); err != nil {
 		return err
 	}
 	t, err := s.engine.BeginAnswer(r.Context(), turn.Answer{

@@ -6,11 +6,12 @@ import (
 )
 
 // MaxDepth is how deeply a request body checked by CheckExact may nest
-// objects and arrays. Stored records wrap a client's values a few levels
-// deeper (a history page holds messages holding _meta holding an answer's
-// content), so a bound far below every decoder's own limit keeps whatever
-// chatd accepts readable wherever it is later served.
-const MaxDepth = 64
+// objects and arrays, whatever a deployment allows otherwise. Stored records
+// wrap a client's values a few levels deeper (a history page holds messages
+// holding _meta holding an answer's content), so a bound far below every
+// decoder's own limit (10,000 levels in encoding/json) keeps whatever chatd
+// accepts readable wherever it is later served.
+const MaxDepth = 512
 
 // CheckExact checks that data, one JSON value, is one chatd keeps exactly:
 // decoding it and writing it back gives the same value, every number digit

@@ -157,3 +157,51 @@ func TestKindOf(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCheckExact checks CheckExact's promise: whatever it accepts decodes to
+// a value that encodes and decodes again to the same value, numbers and
+// strings unchanged, and a message carrying it as _meta survives its own
+// JSON round trip; and it never accepts text encoding/json refuses.
+func FuzzCheckExact(f *testing.F) {
+	for _, seed := range []string{
+		`{"a":[1e400,9007199254740993,-0,1.0,0.1e-2]}`, `"\ud83d\ude00\u2028"`, `{"a":1,"a":2}`, `"\ud800"`,
+		"\"\xff\"", `[[[[]]]]`, `{"":{"\u0000":null}}`, `-0.0E+00`, `{"x":"<>&"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if CheckExact(data) != nil {
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON %q", data)
+		}
+		v, err := parseJSON(data)
+		if err != nil {
+			t.Fatalf("accepted but does not parse: %v", err)
+		}
+		enc, err := appendValue(nil, v)
+		if err != nil {
+			t.Fatalf("does not encode: %v", err)
+		}
+		v2, err := parseJSON(enc)
+		if err != nil {
+			t.Fatalf("re-encoding %s does not parse: %v", enc, err)
+		}
+		if enc2, _ := appendValue(nil, v2); string(enc) != string(enc2) {
+			t.Fatalf("value changed:\n%s\n%s", enc, enc2)
+		}
+		m := Message{ID: "x", Role: RoleUser, Meta: map[string]any{"example.com/v": v}}
+		msg, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("message does not encode: %v", err)
+		}
+		var back Message
+		if err := json.Unmarshal(msg, &back); err != nil {
+			t.Fatalf("message %s does not decode: %v", msg, err)
+		}
+		if got, _ := appendValue(nil, back.Meta["example.com/v"]); string(got) != string(enc) {
+			t.Fatalf("message changed the value:\n%s\n%s", enc, got)
+		}
+	})
+}

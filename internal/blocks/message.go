@@ -112,6 +112,31 @@ const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
 // 3339 in UTC with exactly three fractional digits, 2026-11-30T14:56:58.500Z.
 func FormatTimestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
 
+// Timestamp is a time that encodes to JSON as FormatTimestamp writes it, for
+// the timestamps of envelopes (threads, turn results, problems).
+type Timestamp time.Time
+
+// MarshalJSON writes the time with exactly three fractional digits.
+func (t Timestamp) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + FormatTimestamp(time.Time(t)) + `"`), nil
+}
+
+// UnmarshalJSON reads any RFC 3339 time.
+func (t *Timestamp) UnmarshalJSON(data []byte) error {
+	var tt time.Time
+	if err := tt.UnmarshalJSON(data); err != nil {
+		return err
+	}
+	*t = Timestamp(tt.UTC())
+	return nil
+}
+
+// Stamp returns t as a *Timestamp, for optional timestamps.
+func Stamp(t time.Time) *Timestamp {
+	ts := Timestamp(t)
+	return &ts
+}
+
 // NewID mints a UUIDv7, time-ordered, for threads and messages. History
 // does not page by ID order (IDs minted on several instances interleave
 // with their clocks) but by commit position; the time order only makes IDs

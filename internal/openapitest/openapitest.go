@@ -209,8 +209,12 @@ func (v *Validator) ValidateSchema(tb testing.TB, name string, data []byte) {
 }
 
 func (v *Validator) visit(schema *openapi3.SchemaRef, data []byte) error {
+	// Numbers are decoded as written: chatd keeps free-form values such as
+	// 1e400 exactly, which a float64 cannot even hold.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
 	var value any
-	if err := json.Unmarshal(data, &value); err != nil {
+	if err := dec.Decode(&value); err != nil {
 		return fmt.Errorf("not JSON: %w", err)
 	}
 	opts := append([]openapi3.SchemaValidationOption{openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()}, v.formats...)

@@ -82,7 +82,7 @@ func userMessage() map[string]any {
 		"id":        "0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10",
 		"role":      "user",
 		"message":   "Which Drupal version added Single Directory Components?",
-		"timestamp": "2025-06-01T10:00:00Z",
+		"timestamp": "2025-06-01T10:00:00.000Z",
 	}
 }
 
@@ -114,7 +114,7 @@ func completedTurn() map[string]any {
 			"id":             "0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a11",
 			"role":           "assistant",
 			"message":        "Drupal 10.1 [1].",
-			"timestamp":      "2025-06-01T10:00:02.123456789Z",
+			"timestamp":      "2025-06-01T10:00:02.123Z",
 			"content_blocks": citationBlocks(),
 			"_meta":          meta,
 		},
@@ -155,7 +155,7 @@ func pausedTurn() map[string]any {
 	m["status"] = "input_required"
 	m["structured_response"] = map[string]any{"content_blocks": []any{}, "_meta": map[string]any{}}
 	m["elicitation"] = elicitationRequest()
-	m["elicitation_expires_at"] = "2025-06-01T10:15:02Z"
+	m["elicitation_expires_at"] = "2025-06-01T10:15:02.000Z"
 	return m
 }
 
@@ -173,8 +173,8 @@ func thread() map[string]any {
 	return map[string]any{
 		"id":                  threadID,
 		"processor":           "echo",
-		"created_at":          "2025-06-01T10:00:00Z",
-		"updated_at":          "2025-06-01T10:00:00Z",
+		"created_at":          "2025-06-01T10:00:00.000Z",
+		"updated_at":          "2025-06-01T10:00:00.000Z",
 		"title":               nil,
 		"metadata":            map[string]any{},
 		"running_turn":        nil,
@@ -329,14 +329,14 @@ func TestValidateResponse(t *testing.T) {
 			resp: response{status: 201, header: map[string]string{"Content-Type": "application/json", "Location": "/v1/threads/" + threadID}, body: thread()}},
 		{name: "thread with pending elicitation", method: "GET", path: "/v1/threads/" + threadID, resp: jsonResponse(200, with(thread(), func(m map[string]any) {
 			m["pending_elicitation"] = elicitationRequest()
-			m["pending_expires_at"] = "2025-06-01T10:15:02Z"
+			m["pending_expires_at"] = "2025-06-01T10:15:02.000Z"
 		}))},
 		{name: "deleted thread", method: "DELETE", path: "/v1/threads/" + threadID, resp: response{status: 204}},
 		{name: "history page", method: "GET", path: "/v1/threads/" + threadID + "/messages?limit=2", resp: jsonResponse(200, map[string]any{
 			"messages": []any{userMessage()}, "next_before": nil})},
 		{name: "elicitation pending problem", method: "POST", path: turns, resp: problemResponse(with(problem(409, "elicitation_pending"), func(m map[string]any) {
 			m["elicitation"] = elicitationRequest()
-			m["elicitation_expires_at"] = "2025-06-01T10:15:02Z"
+			m["elicitation_expires_at"] = "2025-06-01T10:15:02.000Z"
 		}))},
 		{name: "validation problem", method: "POST", path: answer, resp: problemResponse(with(problem(422, "validation_failed"), func(m map[string]any) {
 			m["errors"] = []any{map[string]any{"field": "email", "detail": "is required"}}
@@ -488,7 +488,7 @@ func TestValidateSchema(t *testing.T) {
 		{schema: "ContentBlock", data: `{"type":"text","text":""}`},
 		{schema: "ContentBlock", data: `{"type":"resource_link","uri":"entity:node/42","name":"node 42","_meta":{"drupal.org/ai.entity":{"entity_type":"node","id":"42"}}}`},
 		{schema: "ContentBlock", data: `{"type":"resource","resource":{"uri":"file:///a.bin","blob":"AAEC"},"annotations":{"audience":["assistant"]}}`},
-		{schema: "Message", data: `{"id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10","role":"user","message":"","timestamp":"2025-06-01T10:00:00Z"}`},
+		{schema: "Message", data: `{"id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10","role":"user","message":"","timestamp":"2025-06-01T10:00:00.000Z"}`},
 		{schema: "ElicitResult", data: `{"action":"accept","content":{"a":"x","b":1.5,"c":true,"d":["x"]}}`},
 		{schema: "Meta", data: `{"progressToken":1,"drupal.org/ai.citations":[],"example.com/shop.cart_id":"c","io.modelcontextprotocol/x":{}}`},
 
@@ -497,7 +497,7 @@ func TestValidateSchema(t *testing.T) {
 		{schema: "ContentBlock", data: `{"type":"resource_link","uri":"a:b","name":"n","size":-1}`, wantFailure: "size"},
 		{schema: "ContentBlock", data: `{"type":"text","text":"x","annotations":{"audience":["system"]}}`, wantFailure: "audience"},
 		{schema: "ContentBlock", data: `{"type":"resource","resource":{"uri":"a:b"}}`, wantFailure: "resource"},
-		{schema: "Message", data: `{"id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10","role":"system","message":"","timestamp":"2025-06-01T10:00:00Z"}`, wantFailure: "role"},
+		{schema: "Message", data: `{"id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10","role":"system","message":"","timestamp":"2025-06-01T10:00:00.000Z"}`, wantFailure: "role"},
 		{schema: "ElicitResult", data: `{"action":"accept","content":{"a":{"nested":1}}}`, wantFailure: "content"},
 		{schema: "ElicitResult", data: `{"action":"maybe"}`, wantFailure: "action"},
 		{schema: "Meta", data: `{"drupal.org/":1}`, wantFailure: "drupal.org/"},

@@ -41,7 +41,7 @@ type Cluster struct {
 // LaunchCluster starts a Cluster and returns once every node reports the
 // cluster ready, every slot served and every replica in sync. ctx bounds
 // only the start.
-func LaunchCluster(ctx context.Context, opts ClusterOptions) (c *Cluster, err error) {
+func LaunchCluster(ctx context.Context, opts ClusterOptions) (_ *Cluster, err error) {
 	bin, err := FindServer(ctx, opts.Bin)
 	if err != nil {
 		return nil, err
@@ -56,7 +56,7 @@ func LaunchCluster(ctx context.Context, opts ClusterOptions) (c *Cluster, err er
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{dir: dir, masters: opts.Masters}
+	c := &Cluster{dir: dir, masters: opts.Masters}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -110,7 +110,7 @@ func (c *Cluster) form(ctx context.Context) error {
 		for _, p := range c.nodes {
 			nodes, err := clusterNodes(ctx, p.Addr())
 			if err != nil {
-				return "", err
+				return p.Addr() + ": " + err.Error(), nil
 			}
 			if len(nodes) != len(c.nodes) {
 				return fmt.Sprintf("%s knows %d nodes", p.Addr(), len(nodes)), nil
@@ -332,10 +332,15 @@ func clusterNodes(ctx context.Context, addr string) ([]clusterNode, error) {
 	return nodes, nil
 }
 
-// waitFor polls cond until it returns "" (ready), an error, or startTimeout
+// formTimeout bounds how long a Cluster or Sentinel set-up may take to
+// become ready: gossip and replication take several of their periods, each
+// longer on a loaded machine.
+const formTimeout = 60 * time.Second
+
+// waitFor polls cond until it returns "" (ready), an error, or formTimeout
 // passes; cond's other answers say what is not ready yet.
 func waitFor(ctx context.Context, what string, cond func() (string, error)) error {
-	deadline := time.Now().Add(startTimeout)
+	deadline := time.Now().Add(formTimeout)
 	for {
 		reason, err := cond()
 		if err != nil {
@@ -345,7 +350,7 @@ func waitFor(ctx context.Context, what string, cond func() (string, error)) erro
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for %s: not within %s: %s", what, startTimeout, reason)
+			return fmt.Errorf("waiting for %s: not within %s: %s", what, formTimeout, reason)
 		}
 		if err := sleep(ctx, 20*time.Millisecond); err != nil {
 			return err

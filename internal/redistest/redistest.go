@@ -481,13 +481,15 @@ func command(ctx context.Context, addr string, args ...string) (string, error) {
 // do sends one command and returns its reply: a string (status or bulk), an
 // int64, nil, or a []any of those; an error reply is returned as the error.
 func do(ctx context.Context, addr string, args ...string) (any, error) {
-	d := net.Dialer{Timeout: time.Second}
+	// Generous: a loaded machine can keep a healthy server from answering
+	// for a while.
+	d := net.Dialer{Timeout: 5 * time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 	var req bytes.Buffer
 	fmt.Fprintf(&req, "*%d\r\n", len(args))
 	for _, a := range args {

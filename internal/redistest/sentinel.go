@@ -65,7 +65,7 @@ sentinel parallel-syncs %[1]s 1
 // Sentinels, and returns once every Sentinel knows the replica and the other
 // two Sentinels, so it could fail the master over. ctx bounds only the
 // start.
-func LaunchSentinel(ctx context.Context, opts SentinelOptions) (s *Sentinel, err error) {
+func LaunchSentinel(ctx context.Context, opts SentinelOptions) (_ *Sentinel, err error) {
 	bin, err := FindServer(ctx, opts.Bin)
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func LaunchSentinel(ctx context.Context, opts SentinelOptions) (s *Sentinel, err
 	if err != nil {
 		return nil, err
 	}
-	s = &Sentinel{dir: dir}
+	s := &Sentinel{dir: dir}
 	defer func() {
 		if err != nil {
 			s.Stop()
@@ -110,7 +110,7 @@ func LaunchSentinel(ctx context.Context, opts SentinelOptions) (s *Sentinel, err
 	if err := waitFor(ctx, "the replica to sync", func() (string, error) {
 		info, err := command(ctx, master.Addr(), "INFO", "replication")
 		if err != nil {
-			return "", err
+			return err.Error(), nil
 		}
 		if !strings.Contains(info, "state=online") {
 			return "replica not online", nil

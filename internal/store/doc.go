@@ -36,7 +36,7 @@
 // the pending state's TTL has fired.
 //
 // History is kept in commit order, which the turn lock makes the order turns
-// happened in; IDs are not compared, so IDs minted on instances with skewed
+// happened in; IDs do not order it, so IDs minted on instances with skewed
 // clocks cannot reorder it. The oldest messages beyond Options.HistoryMax are
 // trimmed at commit. A page is found from its cursor in O(log n) and read in
 // O(page).
@@ -50,15 +50,26 @@
 //	                        nanoseconds), seq (last history position used),
 //	                        create_call, last_commit (call IDs of the
 //	                        create and of the latest commit), bytes (size
-//	                        of msgdata's values, against HistoryMaxBytes)
-//	chatd:{T}:msgs          sorted set: message ID scored by history position
-//	chatd:{T}:msgdata       hash: message ID → message JSON
+//	                        of the history's JSON, against HistoryMaxBytes),
+//	                        hfirst (oldest history position kept), hmax
+//	                        (greatest message ID so far)
+//	chatd:{T}:history       hash: the messages' JSON in chunks of 32
+//	                        positions, newline-separated, with each chunk's
+//	                        running greatest ID and the positions of IDs
+//	                        minted out of order (see historyLua in
+//	                        history.go); about 1.1× the JSON, against 2.1×
+//	                        for a sorted set plus a hash entry per message
 //	chatd:{T}:pending       hash: id, data (JSON: request, base64 state,
 //	                        expires_at ms); expires at the elicitation's expiry
 //	chatd:{T}:elicitations  hash: elicitation ID → "issued" | "consumed"
 //	chatd:{T}:lock          string "<token>|<claimed elicitation ID>"; PX LockTTL
 //	chatd:{T}:idem          hash: "<len(principal)>:<principal>:<key>" → record JSON
 //	chatd:{T}:idemexp       sorted set: the same fields scored by expiry (ms)
+//
+// Threads written before the history key existed keep their history in
+// chatd:{T}:msgs (a sorted set of IDs by position) and chatd:{T}:msgdata (a
+// hash of JSON); the first script that reads or writes such a history
+// converts it, once, so no migration step is needed.
 //
 // Redis 7.0 has no per-field hash TTL, so idempotency expiry is the idemexp
 // score: a lookup ignores an expired record and every commit deletes the

@@ -233,7 +233,17 @@ func (th *memThread) appendEvents(turnID string, events []TurnEvent, ttl time.Du
 	if !ok || !now.Before(log.expires) {
 		return
 	}
-	log.events = append(log.events, events...)
+	last := 0
+	if n := len(log.events); n > 0 {
+		last = log.events[n-1].ID
+	}
+	for _, e := range events {
+		// An event already logged (a re-sent append) is not logged twice.
+		if e.ID > last {
+			log.events = append(log.events, e)
+			last = e.ID
+		}
+	}
 	if ttl > 0 {
 		log.expires = now.Add(ttl)
 	}
@@ -414,17 +424,24 @@ func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, err
 		}
 		return TurnStart{Thread: th.view(now), LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor)), Pending: pending}, nil
 	}
-	return TurnStart{}, elicitationStateError(b.ElicitationID, th.elicitations[b.ElicitationID])
+	state := th.elicitations[b.ElicitationID]
+	if state == elicitationIssued {
+		th.elicitations[b.ElicitationID] = elicitationExpired
+	}
+	return TurnStart{}, elicitationStateError(b.ElicitationID, state)
 }
 
 // elicitationStateError maps the recorded state of an elicitation that is not
-// pending to the error a resume gets.
+// pending to the error a resume gets. An issued one is finding its expiry
+// for the first time (the caller records it as expired).
 func elicitationStateError(id, state string) error {
 	switch state {
 	case elicitationConsumed:
 		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationConsumed)
 	case elicitationIssued:
-		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationExpired)
+		return &ExpiredError{ID: id, First: true}
+	case elicitationExpired:
+		return &ExpiredError{ID: id}
 	default:
 		return fmt.Errorf("store: elicitation %s: %w", id, ErrElicitationNotFound)
 	}
@@ -434,6 +451,8 @@ func elicitationStateError(id, state string) error {
 const (
 	elicitationIssued   = "issued"
 	elicitationConsumed = "consumed"
+	// elicitationExpired: issued, and a resume has found it expired.
+	elicitationExpired = "expired"
 )
 
 // CommitTurn writes a turn's outcome and releases its lock, all or nothing.
@@ -573,23 +592,24 @@ func (m *Memory) AppendTurnEvents(ctx context.Context, threadID, turnID string, 
 }
 
 // TurnEvents returns the events of a turn's log after the one with ID
-// after, oldest first. When there are none yet and the log has not ended it
-// waits up to wait for more. It returns ErrNotFound for a thread principal
-// does not own and ErrTurnNotFound for a log that does not exist.
-func (m *Memory) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, error) {
+// after, oldest first, and whether the log has ended (holds its last
+// event). When there are none yet and the log has not ended it waits up to
+// wait for more. It returns ErrNotFound for a thread principal does not own
+// and ErrTurnNotFound for a log that does not exist.
+func (m *Memory) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
 		events, changed, err := m.turnEvents(threadID, principal, turnID, after)
 		if err != nil || len(events) > 0 || changed == nil {
-			return events, err
+			return events, changed == nil && err == nil, err
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			return nil, nil
+			return nil, false, nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }

@@ -144,13 +144,17 @@ func splitHosts(rawURL string) string {
 // redisKeys are the keys of one thread. They share the hash tag {<id>}, so
 // Cluster keeps them in one slot and a script may touch them all.
 type redisKeys struct {
-	thread, msgs, msgdata, pending, elicitations, lock, idem, idemexp string
+	thread, hist, pending, elicitations, lock, idem, idemexp string
+	// msgs and msgdata held history in the earlier layout; scripts convert
+	// what they find there (see historyLua).
+	msgs, msgdata string
 }
 
 func keysFor(threadID string) redisKeys {
 	p := "chatd:{" + threadID + "}:"
 	return redisKeys{
 		thread:       p + "thread",
+		hist:         p + "history",
 		msgs:         p + "msgs",
 		msgdata:      p + "msgdata",
 		pending:      p + "pending",
@@ -162,7 +166,7 @@ func keysFor(threadID string) redisKeys {
 }
 
 func (k redisKeys) all() []string {
-	return []string{k.thread, k.msgs, k.msgdata, k.pending, k.elicitations, k.lock, k.idem, k.idemexp}
+	return []string{k.thread, k.hist, k.msgs, k.msgdata, k.pending, k.elicitations, k.lock, k.idem, k.idemexp}
 }
 
 // turnKey is the stream that logs a turn's events; it shares its thread's
@@ -574,7 +578,7 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 	args := eventArgs([]any{b.Principal, field, token, b.LockTTL.Milliseconds(), b.Turn.ID, b.Turn.Fingerprint,
 		r.opts.TurnEventsTTL.Milliseconds()}, startEvents(b.Turn))
 	status, data, err := r.run(ctx, "begin turn", beginTurnScript,
-		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp, turnKey(b.ThreadID, b.Turn.ID)},
+		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp, turnKey(b.ThreadID, b.Turn.ID), k.hist},
 		windowArgs(b.Window, b.WindowByProcessor, args...)...)
 	if err != nil {
 		return TurnStart{}, err
@@ -634,7 +638,7 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 	args := eventArgs([]any{b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds(), b.Turn.ID,
 		r.opts.TurnEventsTTL.Milliseconds()}, startEvents(b.Turn))
 	status, data, err := r.run(ctx, "begin resume", beginResumeScript,
-		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, turnKey(b.ThreadID, b.Turn.ID)},
+		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, turnKey(b.ThreadID, b.Turn.ID), k.hist},
 		windowArgs(b.Window, b.WindowByProcessor, args...)...)
 	if err != nil {
 		return TurnStart{}, err
@@ -647,7 +651,11 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 	case "CONSUMED":
 		return TurnStart{}, elicitationStateError(b.ElicitationID, elicitationConsumed)
 	case "EXPIRED":
-		return TurnStart{}, elicitationStateError(b.ElicitationID, elicitationIssued)
+		state := elicitationExpired
+		if len(data) > 0 && data[0] == "first" {
+			state = elicitationIssued
+		}
+		return TurnStart{}, elicitationStateError(b.ElicitationID, state)
 	case "UNKNOWN":
 		return TurnStart{}, elicitationStateError(b.ElicitationID, "")
 	case "OK":
@@ -717,7 +725,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	args = eventArgs(args, c.Events)
 
 	k := keysFor(c.ThreadID)
-	keys := []string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp, turnKey(c.ThreadID, c.TurnID)}
+	keys := []string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp, turnKey(c.ThreadID, c.TurnID), k.hist}
 	index := func(redis.Pipeliner) {}
 	if c.Owner != "" {
 		index = r.touchIndex(c.Owner, c.ThreadID, now, true)
@@ -792,49 +800,50 @@ func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, e
 }
 
 // TurnEvents returns the events of a turn's log after the one with ID
-// after, oldest first. When there are none yet and the log has not ended it
-// waits up to wait for more (XREAD BLOCK). It returns ErrNotFound for a
+// after, oldest first, and whether the log has ended (holds its last
+// event). When there are none yet and the log has not ended it waits up to
+// wait for more (XREAD BLOCK). It returns ErrNotFound for a
 // thread principal does not own, ErrTurnNotFound for a log that does not
 // exist, and ErrUnavailable.
-func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, error) {
+func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
 	key := turnKey(threadID, turnID)
 	status, data, err := r.run(ctx, "turn events", turnEventsScript, []string{keysFor(threadID).thread, key}, principal, after)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch status {
 	case "OK":
 	case "NOTFOUND":
-		return nil, fmt.Errorf("store: thread %s: %w", threadID, ErrNotFound)
+		return nil, false, fmt.Errorf("store: thread %s: %w", threadID, ErrNotFound)
 	case "NOTURN":
-		return nil, fmt.Errorf("store: turn %s: %w", turnID, ErrTurnNotFound)
+		return nil, false, fmt.Errorf("store: turn %s: %w", turnID, ErrTurnNotFound)
 	default:
-		return nil, unexpectedStatus("turn events", status)
+		return nil, false, unexpectedStatus("turn events", status)
 	}
 	ended, _ := data[0].(int64)
 	events, err := eventsFromReply(data[1:])
 	if err != nil || len(events) > 0 || ended == 1 || wait <= 0 {
-		return events, err
+		return events, ended == 1, err
 	}
 	streams, err := r.client.XRead(ctx, &redis.XReadArgs{
 		Streams: []string{key, "0-" + strconv.Itoa(after)}, Block: wait,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, wrapRedisError("turn events", err)
+		return nil, false, wrapRedisError("turn events", err)
 	}
 	for _, st := range streams {
 		for _, m := range st.Messages {
 			e, err := eventFromStream(m)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			events = append(events, e)
 		}
 	}
-	return events, nil
+	return events, len(events) > 0 && events[len(events)-1].Final(), nil
 }
 
 func eventsFromReply(data []any) ([]TurnEvent, error) {
@@ -1036,7 +1045,7 @@ func (r *Redis) History(ctx context.Context, threadID, principal string, limit i
 		return Page{}, err
 	}
 	k := keysFor(threadID)
-	status, data, err := r.run(ctx, "history", historyScript, []string{k.thread, k.msgs, k.msgdata}, principal, limit, before)
+	status, data, err := r.run(ctx, "history", historyScript, []string{k.thread, k.msgs, k.msgdata, k.hist}, principal, limit, before)
 	if err != nil {
 		return Page{}, err
 	}

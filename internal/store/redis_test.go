@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -67,7 +68,7 @@ func TestRedisKeys(t *testing.T) {
 	prefix := "chatd:{" + th.ID + "}:"
 	keys, err := rdb.Keys(ctx, prefix+"*").Result()
 	require.NoError(t, err)
-	for _, suffix := range []string{"thread", "msgs", "msgdata", "pending", "elicitations", "idem", "idemexp"} {
+	for _, suffix := range []string{"thread", "history", "pending", "elicitations", "idem", "idemexp"} {
 		assert.Contains(t, keys, prefix+suffix)
 	}
 	for _, k := range keys {
@@ -143,12 +144,14 @@ func TestRedisRoundTrips(t *testing.T) {
 	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: warm.ID, LockToken: claim.LockToken}))
 	_, err = st.History(ctx, warm.ID, alice, 10, "")
 	require.NoError(t, err)
+	require.NoError(t, st.AppendTurnEvents(ctx, warm.ID, claim.Thread.ID, nil))
 	require.NoError(t, st.DeleteThread(ctx, warm.ID, alice))
 
 	th := store.Thread{ID: blocks.NewID(), Owner: alice, Processor: "echo"}
 	var (
 		begin store.TurnStart
 		pause = newTestPending(time.Hour)
+		turn  = newTestTurn("")
 	)
 	tests := []struct {
 		name string
@@ -158,12 +161,16 @@ func TestRedisRoundTrips(t *testing.T) {
 		{"GetThread", func() error { _, _, err := st.GetThread(ctx, th.ID, alice); return err }},
 		{"BeginTurn", func() error {
 			var err error
-			begin, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 50})
+			begin, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 50, Turn: turn})
 			return err
 		}},
-		{"CommitTurn", func() error {
-			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: begin.LockToken, Messages: newTestMessages(2, "q"), Pause: &pause,
-				Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"}})
+		{"AppendTurnEvents", func() error {
+			return st.AppendTurnEvents(ctx, th.ID, turn.ID, []store.TurnEvent{testEvent(2, "text.delta"), testEvent(3, "text.delta")})
+		}},
+		{"CommitTurn, its events and the owner's thread index", func() error {
+			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: begin.LockToken, Messages: newTestMessages(2, "q"), Pause: &pause,
+				Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"},
+				TurnID:      turn.ID, Events: []store.TurnEvent{testEvent(4, "turn.completed")}, Preview: "q"})
 		}},
 		{"BeginResume", func() error {
 			var err error
@@ -414,4 +421,62 @@ func TestOpenRedisWaitTimeout(t *testing.T) {
 	st, err := store.OpenRedis("redis://127.0.0.1:1/0?read_timeout=10s", opts)
 	require.NoError(t, err)
 	assert.NoError(t, st.Close())
+}
+
+// TestRedisEarlierHistoryLayout checks that a thread whose history was
+// written by the earlier layout (a sorted set of IDs by position and a hash
+// of JSON) reads and grows as before: the first script that touches its
+// history converts it.
+func TestRedisEarlierHistoryLayout(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	opts := testOpts
+	opts.HistoryMax = 60
+	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, opts)
+
+	for _, first := range []string{"history", "begin", "commit"} {
+		t.Run(first, func(t *testing.T) {
+			th := mustCreateThread(t, st)
+			prefix := "chatd:{" + th.ID + "}:"
+			old := newTestMessages(45, "old")
+			for i, m := range old {
+				b, err := json.Marshal(m)
+				require.NoError(t, err)
+				// Positions 11…55: the first ten were trimmed long ago.
+				require.NoError(t, rdb.ZAdd(ctx, prefix+"msgs", redis.Z{Score: float64(11 + i), Member: m.ID}).Err())
+				require.NoError(t, rdb.HSet(ctx, prefix+"msgdata", m.ID, b).Err())
+			}
+			require.NoError(t, rdb.HSet(ctx, prefix+"thread", "seq", 55).Err())
+
+			switch first {
+			case "history":
+				page, err := st.History(ctx, th.ID, alice, 10, old[20].ID)
+				require.NoError(t, err)
+				assert.Equal(t, messageTexts(old[10:20]), messageTexts(page.Messages))
+			case "begin":
+				ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 5})
+				require.NoError(t, err)
+				got, err := ts.History.Decode()
+				require.NoError(t, err)
+				assert.Equal(t, messageTexts(old[40:]), messageTexts(got))
+				require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
+			case "commit":
+			}
+			added := newTestMessages(20, "new")
+			mustTurn(t, st, th.ID, added)
+
+			n, err := rdb.Exists(ctx, prefix+"msgs", prefix+"msgdata").Result()
+			require.NoError(t, err)
+			assert.Zero(t, n, "the earlier layout's keys are gone")
+			// 65 messages, capped at 60.
+			all := append(old, added...)
+			assert.Equal(t, messageTexts(all[5:]), messageTexts(mustHistoryAll(t, st, th.ID)))
+			page, err := st.History(ctx, th.ID, alice, 3, old[8].ID)
+			require.NoError(t, err)
+			assert.Equal(t, messageTexts(old[5:8]), messageTexts(page.Messages))
+			assert.Empty(t, page.NextBefore)
+		})
+	}
 }

@@ -110,14 +110,6 @@ local function add_events(key, first)
   end
 end
 
--- window returns the newest n messages' JSON, oldest first.
-local function window(msgs, msgdata, n)
-  if n <= 0 then return {} end
-  local ids = redis.call('ZRANGE', msgs, -n, -1)
-  if #ids == 0 then return {} end
-  return hmget_all(msgdata, ids)
-end
-
 -- window_size is the history window for a thread bound to processor:
 -- ARGV[first] is the default, followed by processor name and window pairs.
 local function window_size(processor, first)
@@ -134,7 +126,7 @@ local function append_all(out, items)
 end
 `
 
-func newScript(body string) *redis.Script { return redis.NewScript(luaHelpers + body) }
+func newScript(body string) *redis.Script { return redis.NewScript(luaHelpers + historyLua + body) }
 
 // createScript: KEYS thread; ARGV owner, processor, created, updated, ttl_ms,
 // call id. Returns EXISTS | OK. A thread holding this call's ID was written
@@ -169,7 +161,7 @@ return {'OK'}
 `)
 
 // beginTurnScript: KEYS thread, lock, pending, msgs, msgdata, idem, idemexp,
-// turn events; ARGV 1 principal, 2 idempotency field (empty for none),
+// turn events, history; ARGV 1 principal, 2 idempotency field (empty for none),
 // 3 token, 4 lock_ttl_ms, 5 turn id, 6 fingerprint, 7 events_ttl_ms,
 // 8 start event count (0 or 1), 9-11 its id, name, data, then the window:
 // its default, then processor and window pairs.
@@ -191,7 +183,7 @@ if ARGV[2] ~= '' then
 end
 local wfirst = 9 + 3 * tonumber(ARGV[8])
 local function ok()
-  return append_all(thread_reply({'OK'}, t, KEYS[2]), window(KEYS[4], KEYS[5], window_size(t[2], wfirst)))
+  return append_all(thread_reply({'OK'}, t, KEYS[2]), hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[9], window_size(t[2], wfirst)))
 end
 local held = redis.call('GET', KEYS[2])
 if held then
@@ -211,11 +203,11 @@ return ok()
 `)
 
 // beginResumeScript: KEYS thread, lock, pending, msgs, msgdata, elicitations,
-// turn events; ARGV 1 principal, 2 elicitation id, 3 token, 4 lock_ttl_ms,
+// turn events, history; ARGV 1 principal, 2 elicitation id, 3 token, 4 lock_ttl_ms,
 // 5 turn id, 6 events_ttl_ms, 7 start event count (0 or 1), 8-10 its id,
 // name, data, then the window: its default, then processor and window pairs.
 // Returns NOTFOUND | BUSY (another turn, or another answer's live claim)
-// | CONSUMED | EXPIRED | UNKNOWN
+// | CONSUMED | EXPIRED [+ 'first'] | UNKNOWN
 // | OK + thread + pending JSON + window messages. A claim on this
 // elicitation held by ARGV token was taken by a first run of this call, which
 // answered OK; so does the repeat.
@@ -241,16 +233,22 @@ if p[1] and p[1] == id then
   end
   local out = thread_reply({'OK'}, t, KEYS[2])
   out[#out + 1] = p[2]
-  return append_all(out, window(KEYS[4], KEYS[5], window_size(t[2], wfirst)))
+  return append_all(out, hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], window_size(t[2], wfirst)))
 end
 local state = redis.call('HGET', KEYS[6], id)
 if state == 'consumed' then return {'CONSUMED'} end
-if state == 'issued' then return {'EXPIRED'} end
+if state == 'issued' then
+  -- The first resume to find the pending state gone records the expiry, so
+  -- it is reported as discovered once.
+  redis.call('HSET', KEYS[6], id, 'expired')
+  return {'EXPIRED', 'first'}
+end
+if state == 'expired' then return {'EXPIRED'} end
 return {'UNKNOWN'}
 `)
 
 // commitScript: KEYS thread, lock, pending, msgs, msgdata, elicitations,
-// idem, idemexp, turn events; ARGV 1 token, 2 updated, 3 history_max,
+// idem, idemexp, turn events, history; ARGV 1 token, 2 updated, 3 history_max,
 // 4 thread_ttl_ms, 5 consumed id, 6 pause id, 7 pause JSON, 8 pause
 // expires_at_ms, 9 idempotency field, 10 idempotency record,
 // 11 idempotency_ttl_ms, 12 call id, 13 preview, 14 events_ttl_ms (0: no
@@ -278,48 +276,11 @@ local now = now_ms()
 local ttl = tonumber(ARGV[4])
 local n = tonumber(ARGV[15])
 if n > 0 then
-  -- The thread's 'bytes' is the size of its history's JSON; a thread
-  -- written before it was kept has it counted once here.
-  local bytes = tonumber(redis.call('HGET', KEYS[1], 'bytes'))
-  if not bytes then
-    bytes = 0
-    for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
-      bytes = bytes + redis.call('HSTRLEN', KEYS[5], id)
-    end
-  end
-  -- History order is commit order: scores come from a per-thread counter.
-  local seq = redis.call('HINCRBY', KEYS[1], 'seq', n) - n
+  local ids, datas = {}, {}
   for i = 0, n - 1 do
-    local id, data = ARGV[16 + 2 * i], ARGV[17 + 2 * i]
-    redis.call('ZADD', KEYS[4], 'NX', seq + i + 1, id)
-    bytes = bytes - redis.call('HSTRLEN', KEYS[5], id) + #data
-    redis.call('HSET', KEYS[5], id, data)
+    ids[#ids + 1], datas[#datas + 1] = ARGV[16 + 2 * i], ARGV[17 + 2 * i]
   end
-  -- The oldest messages go beyond history_max, then until the rest fits in
-  -- history_max_bytes, the newest message being kept whatever its size.
-  local count = redis.call('ZCARD', KEYS[4])
-  local drop = math.max(count - tonumber(ARGV[3]), 0)
-  local maxbytes = tonumber(ARGV[16 + 2 * n])
-  local ids = {}
-  if drop > 0 then
-    ids = redis.call('ZRANGE', KEYS[4], 0, drop - 1)
-    for _, id in ipairs(ids) do bytes = bytes - redis.call('HSTRLEN', KEYS[5], id) end
-  end
-  while bytes > maxbytes and drop < count - 1 do
-    -- The next oldest, a slice at a time rather than the whole history.
-    local more = redis.call('ZRANGE', KEYS[4], drop, math.min(drop + 63, count - 2))
-    for _, id in ipairs(more) do
-      if bytes <= maxbytes then break end
-      bytes = bytes - redis.call('HSTRLEN', KEYS[5], id)
-      ids[#ids + 1] = id
-      drop = drop + 1
-    end
-  end
-  if drop > 0 then
-    hdel_all(KEYS[5], ids)
-    redis.call('ZREMRANGEBYRANK', KEYS[4], 0, drop - 1)
-  end
-  redis.call('HSET', KEYS[1], 'bytes', bytes)
+  hist_append(KEYS[1], KEYS[4], KEYS[5], KEYS[10], ids, datas, tonumber(ARGV[3]), tonumber(ARGV[16 + 2 * n]))
 end
 if ARGV[5] ~= '' then
   if redis.call('HGET', KEYS[3], 'id') == ARGV[5] then redis.call('DEL', KEYS[3]) end
@@ -343,7 +304,7 @@ if ARGV[9] ~= '' then
 end
 redis.call('HSET', KEYS[1], 'updated', ARGV[2], 'last_commit', ARGV[12])
 if ARGV[13] ~= '' then redis.call('HSETNX', KEYS[1], 'preview', ARGV[13]) end
-for _, k in ipairs({KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]}) do
+for _, k in ipairs({KEYS[1], KEYS[10], KEYS[6], KEYS[7], KEYS[8]}) do
   redis.call('PEXPIRE', k, ttl)
 end
 if tonumber(ARGV[14]) > 0 and redis.call('EXISTS', KEYS[9]) == 1 then
@@ -437,30 +398,14 @@ end
 return append_all({'OK'}, items)
 `)
 
-// historyScript: KEYS thread, msgs, msgdata; ARGV principal, limit, before.
-// Returns NOTFOUND | BADCURSOR | OK, more (0|1), page messages oldest first.
+// historyScript: KEYS thread, msgs, msgdata, history; ARGV principal, limit,
+// before. Returns NOTFOUND | BADCURSOR | OK, more (0|1), page messages
+// oldest first.
 var historyScript = newScript(`
 if not owned_thread(KEYS[1], ARGV[1]) then return {'NOTFOUND'} end
-local limit = tonumber(ARGV[2])
-local ids
-if ARGV[3] == '' then
-  ids = redis.call('ZRANGE', KEYS[2], -(limit + 1), -1)
-else
-  local score = redis.call('ZSCORE', KEYS[2], ARGV[3])
-  if not score then return {'BADCURSOR'} end
-  -- One more than the page tells whether older messages exist.
-  ids = redis.call('ZREVRANGEBYSCORE', KEYS[2], '(' .. score, '-inf', 'LIMIT', 0, limit + 1)
-  local asc = {}
-  for i = #ids, 1, -1 do asc[#asc + 1] = ids[i] end
-  ids = asc
-end
-local more = 0
-if #ids > limit then
-  more = 1
-  table.remove(ids, 1)
-end
-if #ids == 0 then return {'OK', more} end
-return append_all({'OK', more}, hmget_all(KEYS[3], ids))
+local more, page = hist_page(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[2]), ARGV[3])
+if not more then return {'BADCURSOR'} end
+return append_all({'OK', more}, page)
 `)
 
 // renewScript: KEYS lock, turn events; ARGV 1 token, 2 lease_ms,

@@ -87,6 +87,24 @@ func (e *PendingError) Error() string {
 // Is reports ErrElicitationPending as the error's kind.
 func (e *PendingError) Is(target error) bool { return target == ErrElicitationPending }
 
+// ExpiredError is the error BeginResume returns for an elicitation whose
+// pending state expired; errors.Is(err, ErrElicitationExpired) holds. First
+// is set for the one resume that discovered the expiry (stores expire
+// pending state silently), so an expiry can be counted once however often
+// a late answer is retried. A re-sent call whose first send already recorded
+// the expiry reports First false.
+type ExpiredError struct {
+	ID    string
+	First bool
+}
+
+func (e *ExpiredError) Error() string {
+	return fmt.Sprintf("store: elicitation %s: %v", e.ID, ErrElicitationExpired)
+}
+
+// Is reports ErrElicitationExpired as the error's kind.
+func (e *ExpiredError) Is(target error) bool { return target == ErrElicitationExpired }
+
 // Thread is a conversation owned by one principal and bound to one processor.
 type Thread struct {
 	ID        string

@@ -36,8 +36,9 @@ type Store interface {
 	// AppendTurnEvents adds events to a running turn's log.
 	AppendTurnEvents(ctx context.Context, threadID, turnID string, events []store.TurnEvent) error
 	// TurnEvents reads a turn's log after an event ID, waiting up to wait
-	// for more: store.ErrNotFound, ErrTurnNotFound.
-	TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]store.TurnEvent, error)
+	// for more, and says whether the log has ended: store.ErrNotFound,
+	// ErrTurnNotFound.
+	TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]store.TurnEvent, bool, error)
 }
 
 // Observer records what turns do; the API's Prometheus metrics implement it.
@@ -247,9 +248,9 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 		LockTTL: e.cfg.LockLease, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
 		Turn: e.turnBegin(start, ""),
 	})
-	if errors.Is(err, store.ErrElicitationExpired) {
+	if expired := (*store.ExpiredError)(nil); errors.As(err, &expired) && expired.First {
 		// Redis expires pending state silently, so an expiry is counted when
-		// a late answer discovers it.
+		// the first late answer discovers it, and only then.
 		e.obs.Elicitation(thread.Processor, "expired")
 	}
 	if err != nil {
@@ -268,7 +269,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 	// The answer's own _meta is kept on the recorded message, beside the
 	// record of the result.
 	t.userMsg = blocks.Message{
-		ID: start.UserMessageID, Role: blocks.RoleUser, Text: describeAnswer(a.Result), Timestamp: blocks.Now(),
+		ID: start.UserMessageID, Role: blocks.RoleUser, Text: request.Describe(a.Result), Timestamp: blocks.Now(),
 		Meta: withMeta(a.Meta, blocks.MetaElicitationResult, answerRecord(a.ElicitationID, a.Result)),
 	}
 	t.input = processor.Input{Resume: &processor.Resume{Request: request, Result: a.Result, State: begun.Pending.State}}
@@ -285,9 +286,10 @@ func (e *Engine) turnBegin(start Start, fingerprint string) store.TurnBegin {
 // Run runs a begun turn to its end, handing sink every event in order:
 // start, deltas, then completed or error. The turn does not depend on ctx's
 // caller staying: it runs to completion, bounded by the turn timeout, and is
-// persisted. stream says whether the deltas are logged for reattachment (a
-// turn answered as one JSON body logs only its first and last events). sink
-// must not block for long; it is never called after Run returns.
+// persisted. stream says whether the consumer streams: only then are deltas
+// emitted, and logged for reattachment (a turn answered as one JSON body
+// logs only its first and last events). sink must not block for long; it is
+// never called after Run returns.
 func (t *Turn) Run(ctx context.Context, stream bool, sink func(Event)) {
 	e := t.e
 	thread := t.begun.Thread
@@ -301,7 +303,9 @@ func (t *Turn) Run(ctx context.Context, stream bool, sink func(Event)) {
 	rec := newRecorder(e.store, e.log, thread.ID, t.Start.TurnID, stream, e.cfg.FlushEvery)
 	seq := &sequence{last: 1}
 	emit := func(d processor.Delta) {
-		if d.Text == "" && len(d.Meta) == 0 {
+		if !stream || (d.Text == "" && len(d.Meta) == 0) {
+			// A turn answered as one body has no use for deltas: they are
+			// neither numbered nor logged, so its log has no gaps.
 			return
 		}
 		data, err := blocks.Marshal(Delta{Delta: d.Text, Meta: d.Meta})
@@ -448,7 +452,7 @@ func (t *Turn) release(events []store.TurnEvent) {
 func (e *Engine) Follow(ctx context.Context, threadID, principal, turnID string, after int, sink func(store.TurnEvent)) error {
 	wait := time.Duration(0) // the first read only checks the turn exists
 	for {
-		events, err := e.store.TurnEvents(ctx, threadID, principal, turnID, after, wait)
+		events, ended, err := e.store.TurnEvents(ctx, threadID, principal, turnID, after, wait)
 		if err != nil {
 			return err
 		}
@@ -458,6 +462,9 @@ func (e *Engine) Follow(ctx context.Context, threadID, principal, turnID string,
 			if ev.Final() {
 				return nil
 			}
+		}
+		if ended {
+			return nil // nothing after the last event asked for
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()

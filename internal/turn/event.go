@@ -2,7 +2,6 @@ package turn
 
 import (
 	"encoding/json"
-	"time"
 
 	"chatd/internal/blocks"
 	"chatd/internal/processor"
@@ -71,7 +70,7 @@ type Result struct {
 	Message              blocks.Message     `json:"message"`
 	StructuredResponse   StructuredResponse `json:"structured_response"`
 	Elicitation          json.RawMessage    `json:"elicitation"`
-	ElicitationExpiresAt *time.Time         `json:"elicitation_expires_at"`
+	ElicitationExpiresAt *blocks.Timestamp  `json:"elicitation_expires_at"`
 }
 
 // StructuredResponse mirrors the assistant message's blocks and _meta; it is

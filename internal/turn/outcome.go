@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -104,7 +103,7 @@ func (t *Turn) buildCommit(out processor.Output) (store.Commit, encodedResult, e
 			assistant.Text = out.Pause.Request.Message
 		}
 		commit.Pause = &store.Pending{ElicitationID: out.Pause.Request.ID, Request: request, State: out.Pause.State, ExpiresAt: expires}
-		result.Status, result.Elicitation, result.ElicitationExpiresAt = StatusInputRequired, request, &expires
+		result.Status, result.Elicitation, result.ElicitationExpiresAt = StatusInputRequired, request, blocks.Stamp(expires)
 		result.StructuredResponse.Meta = assistant.Meta
 	}
 	result.Message = assistant
@@ -178,50 +177,6 @@ func answerRecord(elicitationID string, res elicit.Result) map[string]any {
 		rec["content"] = res.Content
 	}
 	return rec
-}
-
-// describeAnswer renders an elicitation result as readable text for
-// block-unaware consumers of history.
-func describeAnswer(res elicit.Result) string {
-	switch res.Action {
-	case elicit.Decline:
-		return "Declined."
-	case elicit.Cancel:
-		return "Cancelled."
-	}
-	if len(res.Content) == 0 {
-		return "Accepted."
-	}
-	keys := make([]string, 0, len(res.Content))
-	for k := range res.Content {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + ": " + describeValue(res.Content[k])
-	}
-	return "Accepted: " + strings.Join(parts, "; ")
-}
-
-func describeValue(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case []any:
-		items := make([]string, len(v))
-		for i, item := range v {
-			items[i] = describeValue(item)
-		}
-		return strings.Join(items, ", ")
-	case bool:
-		if v {
-			return "yes"
-		}
-		return "no"
-	default:
-		return fmt.Sprint(v)
-	}
 }
 
 func withMeta(meta map[string]any, key string, value any) map[string]any {

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/openai/openai-go/v3"
-
 	"chatd/internal/blocks"
 	"chatd/internal/elicit"
 	"chatd/internal/processor"
@@ -62,8 +60,12 @@ type Config struct {
 // model. It keeps no per-thread state — a paused turn's state travels in the
 // Pause — so one value serves every thread and is safe for concurrent use.
 type Agent struct {
-	cfg   Config
-	model chatModel
+	cfg Config
+	// toolset is built once when every tool source is a fixed list.
+	toolset *toolset
+	model   chatModel
+	system  []byte // the system prompt's message, encoded; nil without one
+	history *historyCache
 }
 
 // New checks cfg and returns the agent.
@@ -89,7 +91,28 @@ func New(cfg Config) (*Agent, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Agent{cfg: cfg, model: newChatModel(cfg)}, nil
+	a := &Agent{cfg: cfg, model: newChatModel(cfg), history: newHistoryCache()}
+	if fixedTools(cfg.Tools) {
+		ts, err := a.tools(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		a.toolset = ts
+	}
+	if cfg.SystemPrompt != "" {
+		system := message{Role: "system", Content: cfg.SystemPrompt}
+		a.system = system.encode()
+	}
+	return a, nil
+}
+
+func fixedTools(sources []ToolSource) bool {
+	for _, src := range sources {
+		if _, ok := src.(Tools); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Describe implements processor.Processor.
@@ -111,7 +134,7 @@ func (a *Agent) Process(ctx context.Context, in processor.Input, emit processor.
 	if err != nil {
 		return processor.Output{}, err
 	}
-	history, err := in.History.Decode()
+	history, err := a.history.entries(in.History)
 	if err != nil {
 		return processor.Output{}, fmt.Errorf("agent: history: %w", err)
 	}
@@ -145,9 +168,9 @@ func (a *Agent) Process(ctx context.Context, in processor.Input, emit processor.
 // before returns the messages older than the one with ID since. Message IDs
 // are UUIDv7, ordered by time, so this holds even when that message has left
 // the window.
-func before(history []blocks.Message, since string) []blocks.Message {
+func before(history []historyEntry, since string) []historyEntry {
 	for i, m := range history {
-		if m.ID >= since {
+		if m.id >= since {
 			return history[:i]
 		}
 	}
@@ -167,7 +190,7 @@ type turn struct {
 	a     *Agent
 	emit  processor.Emit
 	tools map[string]Tool
-	defs  []openai.ChatCompletionToolUnionParam
+	defs  json.RawMessage // the request's tools
 
 	conv  []message
 	start int    // index in conv of the exchange's first message (the pause state keeps conv[start:])
@@ -193,7 +216,29 @@ const (
 )
 
 func (a *Agent) newTurn(ctx context.Context, emit processor.Emit) (*turn, error) {
-	t := &turn{a: a, emit: emit, tools: map[string]Tool{}}
+	t := &turn{a: a, emit: emit}
+	if a.toolset != nil {
+		t.tools, t.defs = a.toolset.byName, a.toolset.wire
+		return t, nil
+	}
+	ts, err := a.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.tools, t.defs = ts.byName, ts.wire
+	return t, nil
+}
+
+// toolset is the tools of a turn: by name, and as the request's tools.
+type toolset struct {
+	byName map[string]Tool
+	wire   json.RawMessage
+}
+
+// tools lists the tools of every source. The errors of a source are the
+// turn's; a misnamed or duplicate tool is a fault of the configuration.
+func (a *Agent) tools(ctx context.Context) (*toolset, error) {
+	ts := &toolset{byName: map[string]Tool{}}
 	var defs []ToolDefinition
 	if a.cfg.AskUser {
 		defs = append(defs, askUserDefinition)
@@ -208,18 +253,18 @@ func (a *Agent) newTurn(ctx context.Context, emit processor.Emit) (*turn, error)
 			if err := checkToolName(d.Name); err != nil {
 				return nil, fmt.Errorf("agent: %w", err)
 			}
-			if _, dup := t.tools[d.Name]; dup || (a.cfg.AskUser && d.Name == askUserName) {
+			if _, dup := ts.byName[d.Name]; dup || (a.cfg.AskUser && d.Name == askUserName) {
 				return nil, fmt.Errorf("agent: two tools are named %q", d.Name)
 			}
-			t.tools[d.Name] = tool
+			ts.byName[d.Name] = tool
 			defs = append(defs, d)
 		}
 	}
 	var err error
-	if t.defs, err = toolParams(defs); err != nil {
+	if ts.wire, err = wireTools(defs); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	return t, nil
+	return ts, nil
 }
 
 // loop calls the model and runs the tools it asks for until it answers
@@ -228,7 +273,7 @@ func (a *Agent) newTurn(ctx context.Context, emit processor.Emit) (*turn, error)
 func (t *turn) loop(ctx context.Context) (processor.Output, error) {
 	for step := 1; ; step++ {
 		t.paragraph = true
-		reply, err := t.a.model.stream(ctx, params(t.a.cfg.SystemPrompt, t.conv), t.defs, t.write)
+		reply, err := t.a.model.stream(ctx, t.a.system, t.conv, t.defs, t.write)
 		if err != nil {
 			return processor.Output{}, err
 		}

@@ -244,7 +244,7 @@ func TestAskUserPauseResumesOnAnotherInstance(t *testing.T) {
 	assert.Equal(t, []string{
 		"user: Order a shirt",
 		"assistant: I need one detail.\n\nWhich size?",
-		"user: (answer to the form) Accepted: size: M",
+		"user: (answer to the form) Accepted — size: M",
 		"assistant: Ordering size M.",
 		"user: thanks",
 	}, contents)

@@ -1,11 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/openai/openai-go/v3"
 
 	"chatd/internal/blocks"
 )
@@ -19,6 +18,28 @@ type message struct {
 	Content    string     `json:"content,omitempty"`
 	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
+
+	// wire is the message encoded for the request, once (see encode).
+	wire []byte
+}
+
+// encode returns the message as the request's JSON, encoding it the first
+// time: a conversation is sent again with every model call of a turn, and
+// history messages come encoded from the agent's cache.
+func (m *message) encode() []byte {
+	if m.wire == nil {
+		w := wireMessage{Role: m.Role, ToolCallID: m.ToolCallID}
+		if m.Content != "" || len(m.ToolCalls) == 0 {
+			w.Content = &m.Content
+		}
+		for _, c := range m.ToolCalls {
+			w.ToolCalls = append(w.ToolCalls, wireToolCall{ID: c.ID, Type: "function",
+				Function: wireFunction{Name: c.Name, Arguments: c.Arguments}})
+		}
+		// A struct of strings always encodes.
+		m.wire, _ = json.Marshal(w)
+	}
+	return m.wire
 }
 
 // toolCall is a tool call the model made. Arguments is the JSON text the
@@ -36,41 +57,100 @@ const (
 	roleTool      = "tool"
 )
 
-// historyMessages turns chatd history into model messages. Text is
+// storedMessage is what the agent reads of a history message: decoding
+// only these fields, and blocks only when a message has some, is a fraction
+// of the cost of blocks.Message's exact decoding.
+type storedMessage struct {
+	ID            string            `json:"id"`
+	Role          blocks.Role       `json:"role"`
+	Text          string            `json:"message"`
+	ContentBlocks []json.RawMessage `json:"content_blocks"`
+}
+
+// answerKey is how a recorded answer's _meta key appears in stored JSON.
+var answerKey = []byte(`"` + blocks.MetaElicitationResult + `"`)
+
+// historyEntry is one history message as the model sees it.
+type historyEntry struct {
+	id  string
+	msg message
+	// skip marks a message with nothing to tell the model.
+	skip bool
+}
+
+// decodeEntry turns one stored message into what the model sees. Text is
 // authoritative; blocks are summarized after it so the model knows what was
 // shown. Elicitation questions and answers are already text on their
-// messages (the paused assistant message restates the question, the recorded
-// answer restates the answer); the answer is marked as one so the model
-// reads it as the user's reply to that question.
-func historyMessages(history []blocks.Message) []message {
-	out := make([]message, 0, len(history))
-	for _, m := range history {
-		role := roleUser
-		if m.Role == blocks.RoleAssistant {
-			role = roleAssistant
+// messages (the paused assistant message restates the question, the
+// recorded answer restates the answer); the answer is marked as one so the
+// model reads it as the user's reply to that question.
+func decodeEntry(data []byte) (historyEntry, error) {
+	var m storedMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return historyEntry{}, err
+	}
+	role := roleUser
+	if m.Role == blocks.RoleAssistant {
+		role = roleAssistant
+	}
+	text := joinText(m.Text, summarizeRaw(m.ContentBlocks))
+	// A byte search stands in for decoding the whole _meta: inside a
+	// string the key's quotes would be escaped, so it matches only as an
+	// object key — the message's own, or in the rare case of the key nested
+	// in a block's _meta, a harmless extra label.
+	if m.Role == blocks.RoleUser && bytes.Contains(data, answerKey) {
+		text = "(answer to the form) " + text
+	}
+	e := historyEntry{id: m.ID, msg: message{Role: role, Content: text}}
+	// An empty turn tells the model nothing, and some APIs refuse empty
+	// content.
+	e.skip = text == ""
+	e.msg.encode()
+	return e, nil
+}
+
+// historyMessages returns the entries' model messages.
+func historyMessages(entries []historyEntry) []message {
+	out := make([]message, 0, len(entries)+4)
+	for _, e := range entries {
+		if !e.skip {
+			out = append(out, e.msg)
 		}
-		text := messageText(m)
-		if _, ok := m.Meta[blocks.MetaElicitationResult]; ok && m.Role == blocks.RoleUser {
-			text = "(answer to the form) " + text
-		}
-		if text == "" {
-			continue // an empty turn tells the model nothing, and some APIs refuse empty content
-		}
-		out = append(out, message{Role: role, Content: text})
 	}
 	return out
 }
 
-// messageText is a message's text followed by a summary of its blocks.
-func messageText(m blocks.Message) string {
-	summary := summarizeBlocks(m.ContentBlocks)
+// summarizeRaw summarizes stored blocks; one that does not decode (history
+// holds only validated blocks, so it would be a newer kind) is named by its
+// position rather than failing the turn.
+func summarizeRaw(raw []json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	list := make([]blocks.ContentBlock, 0, len(raw))
+	for _, r := range raw {
+		b, err := blocks.Decode(r)
+		if err != nil {
+			continue
+		}
+		list = append(list, b)
+	}
+	return summarizeBlocks(list)
+}
+
+func joinText(text, summary string) string {
 	switch {
 	case summary == "":
-		return m.Text
-	case m.Text == "":
+		return text
+	case text == "":
 		return summary
 	}
-	return m.Text + "\n" + summary
+	return text + "\n" + summary
+}
+
+// messageText is a message's text followed by a summary of its blocks.
+func messageText(m blocks.Message) string {
+	return joinText(m.Text, summarizeBlocks(m.ContentBlocks))
 }
 
 // summarizeBlocks describes content blocks as text, one line each: a text
@@ -111,58 +191,35 @@ func summarizeBlock(b blocks.ContentBlock) string {
 	return fmt.Sprintf("[%s block]", b.Type())
 }
 
-// params converts the conversation to the client library's messages, the
-// system prompt first.
-func params(system string, conv []message) []openai.ChatCompletionMessageParamUnion {
-	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(conv)+1)
-	if system != "" {
-		out = append(out, openai.SystemMessage(system))
-	}
-	for _, m := range conv {
-		switch m.Role {
-		case roleUser:
-			out = append(out, openai.UserMessage(m.Content))
-		case roleTool:
-			out = append(out, openai.ToolMessage(m.Content, m.ToolCallID))
-		case roleAssistant:
-			a := openai.ChatCompletionAssistantMessageParam{}
-			if m.Content != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = openai.String(m.Content)
-			}
-			for _, c := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID: c.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-							Name: c.Name, Arguments: c.Arguments,
-						},
-					},
-				})
-			}
-			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
-		}
-	}
-	return out
+// wireTool is a function tool of the request.
+type wireTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
 }
 
-// toolParams converts tool definitions to the client library's tools.
-func toolParams(defs []ToolDefinition) ([]openai.ChatCompletionToolUnionParam, error) {
-	out := make([]openai.ChatCompletionToolUnionParam, 0, len(defs))
-	for _, d := range defs {
-		fn := openai.FunctionDefinitionParam{Name: d.Name}
-		if d.Description != "" {
-			fn.Description = openai.String(d.Description)
-		}
-		if len(d.Parameters) > 0 {
-			var schema map[string]any
-			if err := json.Unmarshal(d.Parameters, &schema); err != nil {
-				return nil, fmt.Errorf("tool %s: parameters must be a JSON object: %w", d.Name, err)
-			}
-			fn.Parameters = schema
-		} else {
-			fn.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		out = append(out, openai.ChatCompletionFunctionTool(fn))
+// emptyParameters is the schema of a tool without arguments.
+var emptyParameters = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// wireTools encodes tool definitions as the request's tools array; nil when
+// there are none, so that a model without tool support is offered none.
+func wireTools(defs []ToolDefinition) (json.RawMessage, error) {
+	if len(defs) == 0 {
+		return nil, nil
 	}
-	return out, nil
+	tools := make([]wireTool, len(defs))
+	for i, d := range defs {
+		t := &tools[i]
+		t.Type = "function"
+		t.Function.Name, t.Function.Description, t.Function.Parameters = d.Name, d.Description, d.Parameters
+		if len(d.Parameters) == 0 {
+			t.Function.Parameters = emptyParameters
+		} else if !json.Valid(d.Parameters) || bytes.TrimSpace(d.Parameters)[0] != '{' {
+			return nil, fmt.Errorf("tool %s: parameters must be a JSON object", d.Name)
+		}
+	}
+	return json.Marshal(tools)
 }

@@ -21,10 +21,18 @@ import (
 const maxRetries = 2
 
 // chatModel is one OpenAI-compatible Chat Completions endpoint and model.
+//
+// The client library does the HTTP: base URL, credentials, retries with
+// backoff, error responses, the SSE stream. chatd encodes the request and
+// decodes the chunks itself, into the few fields it reads: the library's
+// reflection-based codecs for its complete types cost more than an entire
+// echo turn (docs/performance.md), and chatd's conversation is a small fixed
+// shape.
 type chatModel struct {
-	completions openai.ChatCompletionService
-	model       string
-	temperature *float64
+	client openai.Client
+	// head is the request's JSON up to its messages: model, stream and
+	// temperature never change.
+	head []byte
 }
 
 func newChatModel(cfg Config) chatModel {
@@ -35,19 +43,104 @@ func newChatModel(cfg Config) chatModel {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	} else {
-		opts = append(opts, option.WithHTTPClient(http.DefaultClient))
+	httpClient := cfg.HTTPClient
+	if httpClient == nil {
+		httpClient = defaultHTTPClient()
 	}
-	// The service alone, not openai.NewClient: the client would also read
-	// OPENAI_* variables from the environment, and an agent is configured by
-	// chatd's configuration only.
-	return chatModel{
-		completions: openai.NewChatCompletionService(opts...),
-		model:       cfg.Model,
-		temperature: cfg.Temperature,
+	opts = append(opts, option.WithHTTPClient(httpClient))
+	// A Client value, not openai.NewClient: NewClient would also read
+	// OPENAI_* variables from the environment, and an agent is configured
+	// by chatd's configuration only.
+	head := struct {
+		Model       string   `json:"model"`
+		Stream      bool     `json:"stream"`
+		Temperature *float64 `json:"temperature,omitempty"`
+	}{cfg.Model, true, cfg.Temperature}
+	// Strings and a number always encode.
+	data, _ := json.Marshal(head)
+	return chatModel{client: openai.Client{Options: opts}, head: data[:len(data)-1]}
+}
+
+// request encodes the Chat Completions request: {model, stream,
+// temperature?, messages, tools?}, the system prompt first.
+func (m chatModel) request(system []byte, conv []message, tools json.RawMessage) []byte {
+	n := len(m.head) + len(system) + len(tools) + 32
+	for i := range conv {
+		n += len(conv[i].encode()) + 1
 	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, m.head...)
+	buf = append(buf, `,"messages":[`...)
+	sep := false
+	if system != nil {
+		buf, sep = append(buf, system...), true
+	}
+	for i := range conv {
+		if sep {
+			buf = append(buf, ',')
+		}
+		buf, sep = append(buf, conv[i].encode()...), true
+	}
+	buf = append(buf, ']')
+	if tools != nil {
+		buf = append(buf, `,"tools":`...)
+		buf = append(buf, tools...)
+	}
+	return append(buf, '}')
+}
+
+// maxIdleConns is how many idle connections to its model an agent keeps:
+// every running turn holds one while the model streams, and the standard
+// transport's default of 2 would make the third concurrent turn and every
+// one after it open a new connection (a TLS handshake, for a hosted model).
+const maxIdleConns = 64
+
+func defaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = maxIdleConns
+	t.MaxIdleConnsPerHost = maxIdleConns
+	// No client timeout: a streamed answer lasts as long as it lasts, and
+	// the turn's context bounds it.
+	return &http.Client{Transport: t}
+}
+
+type wireMessage struct {
+	Role string `json:"role"`
+	// Content is left out only for an assistant message that only calls
+	// tools.
+	Content    *string        `json:"content,omitempty"`
+	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type wireToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// wireChunk is what chatd reads of a chat.completion.chunk.
+type wireChunk struct {
+	Choices []struct {
+		Index int64 `json:"index"`
+		Delta struct {
+			Content   string          `json:"content"`
+			ToolCalls []wireCallDelta `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+// wireCallDelta is a piece of a streamed tool call.
+type wireCallDelta struct {
+	Index    int64        `json:"index"`
+	ID       string       `json:"id"`
+	Function wireFunction `json:"function"`
 }
 
 // modelReply is one finished model call: the text it streamed and the tool
@@ -57,16 +150,15 @@ type modelReply struct {
 	calls []toolCall
 }
 
-// stream calls the model with the conversation and tools, passing each piece
-// of text to onText as it arrives, and returns the whole reply. Errors are
-// *processor.Error naming what the model did, or ctx's error.
-func (m chatModel) stream(ctx context.Context, messages []openai.ChatCompletionMessageParamUnion,
-	tools []openai.ChatCompletionToolUnionParam, onText func(string)) (modelReply, error) {
-	req := openai.ChatCompletionNewParams{Model: m.model, Messages: messages, Tools: tools}
-	if m.temperature != nil {
-		req.Temperature = openai.Float(*m.temperature)
-	}
-	s := m.completions.NewStreaming(ctx, req)
+// stream calls the model with the system prompt (its message's JSON, or
+// nil), the conversation and tools (the request's tools array, or nil), passing each piece of text to onText as it
+// arrives, and returns the whole reply. Errors are *processor.Error naming
+// what the model did, or ctx's error.
+func (m chatModel) stream(ctx context.Context, system []byte, conv []message, tools json.RawMessage,
+	onText func(string)) (modelReply, error) {
+	var raw *http.Response
+	err := m.client.Post(ctx, "chat/completions", json.RawMessage(m.request(system, conv, tools)), &raw)
+	s := ssestream.NewStream[wireChunk](ssestream.NewDecoder(raw), err)
 	defer s.Close()
 
 	var text strings.Builder
@@ -85,7 +177,7 @@ func (m chatModel) stream(ctx context.Context, messages []openai.ChatCompletionM
 			for _, tc := range choice.Delta.ToolCalls {
 				acc.add(tc)
 			}
-			if choice.FinishReason != "" {
+			if choice.FinishReason != nil && *choice.FinishReason != "" {
 				finished = true
 			}
 		}
@@ -115,7 +207,7 @@ type callAccumulator struct {
 	byIndex map[int64]int
 }
 
-func (a *callAccumulator) add(tc openai.ChatCompletionChunkChoiceDeltaToolCall) {
+func (a *callAccumulator) add(tc wireCallDelta) {
 	if a.byIndex == nil {
 		a.byIndex = map[int64]int{}
 	}
