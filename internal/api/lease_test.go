@@ -15,11 +15,13 @@ import (
 	"chatd/internal/store"
 )
 
-// slowTurn is an echo turn that streams 20 words 100 ms apart: two seconds,
-// several leases of the tests below.
-var slowTurn = `{"message":"/slow 100 ` + strings.TrimSpace(strings.Repeat("w ", 20)) + `"}`
+// slowTurn is an echo turn that streams 30 words 150 ms apart: four and a
+// half seconds, several leases of the tests below.
+var slowTurn = `{"message":"/slow 150 ` + strings.TrimSpace(strings.Repeat("w ", 30)) + `"}`
 
-const testLease = 300 * time.Millisecond
+// testLease is short enough to outlast several times in a test, and long
+// enough that a loaded machine renews it in time (every third of it).
+const testLease = time.Second
 
 // TestLeaseRenewedWhileTurnRuns: a turn longer than several leases keeps its
 // thread (another turn meanwhile is 409 thread_busy) and commits.
@@ -31,8 +33,8 @@ func TestLeaseRenewedWhileTurnRuns(t *testing.T) {
 		stream := ts.mustStream(t, testRequest{method: http.MethodPost, path: turnPath(thread), as: alice, body: []byte(slowTurn)})
 		require.Equal(t, "message.start", stream.nextEvent().event)
 		require.Equal(t, "text.delta", stream.nextEvent().event)
-		// Past three leases the turn still holds the thread.
-		time.Sleep(3 * testLease)
+		// Past two leases the turn still holds the thread.
+		time.Sleep(2 * testLease)
 		mustProblem(t, ts.do(t, testRequest{method: http.MethodPost, path: turnPath(thread), as: alice, body: []byte(`{"message":"x"}`)}),
 			http.StatusConflict, "thread_busy")
 		events := eventsOnly(stream.readAll())
