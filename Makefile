@@ -6,11 +6,14 @@ run:
 build:
 	CGO_ENABLED=0 go build -o bin/chatd ./cmd/chatd
 
+# CHATD_FRONTEND_TESTS makes the frontend protocol tests fail, rather than
+# skip, when their npm packages are not installed.
 test:
 	bash scripts/ensure-redis.sh
 	bash scripts/ensure-chromium.sh
+	bash scripts/ensure-node-deps.sh
 	go vet ./...
-	go test -race -count=1 ./...
+	CHATD_FRONTEND_TESTS=1 go test -race -count=1 ./...
 
 # The load benchmark (real servers on loopback, its own redis-server; under
 # 5 minutes) and the Go micro-benchmarks. docs/performance.md explains the rows.
