@@ -33,6 +33,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzValidateResult$$' -fuzztime $(FUZZTIME) ./internal/elicit
 	go test -run '^$$' -fuzz '^FuzzFormats$$' -fuzztime $(FUZZTIME) ./internal/elicit
 	go test -run '^$$' -fuzz '^FuzzParseTurnRequest$$' -fuzztime $(FUZZTIME) ./internal/api
+	go test -run '^$$' -fuzz '^FuzzThreadPatch$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzJSONDepth$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzMessage$$' -fuzztime $(FUZZTIME) ./internal/render
 
