@@ -106,6 +106,7 @@ func (c *client) createThread(ctx context.Context, processor string) (string, er
 
 // turnAnswer is the part of a TurnResult the benchmark checks.
 type turnAnswer struct {
+	TurnID      string `json:"turn_id"`
 	Status      string `json:"status"`
 	Elicitation *struct {
 		Meta map[string]any `json:"_meta"`

@@ -189,6 +189,12 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		return nil, err
 	}
 
+	// 7: the turn event log and reattachment.
+	turnLog, err := b.measureTurnLog(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("row 7: %w", err)
+	}
+
 	// 5: short against long threads.
 	growth, err := b.measureGrowth(ctx)
 	if err != nil {
@@ -213,6 +219,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		row{id: "6b", scenario: "streamed turn (20 deltas), Redis: full reply", res: r6,
 			ratio: ratio(r6.throughput(), r2.throughput()), ratioIs: "req/s ÷ JSON turn (2)"},
 	)
+	rows = append(rows, turnLog...)
 	rows = append(rows, cluster...)
 	return rows, nil
 }

@@ -106,6 +106,24 @@ func (st *sseStream) send(id int, event string, data []byte) {
 	st.signal()
 }
 
+// sendData queues one event that is only a data line, as the frontend
+// protocols' streams are (their events name themselves inside the JSON).
+func (st *sseStream) sendData(data []byte) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed || st.abandoned {
+		return
+	}
+	if len(st.pending) >= sseQueueBytes {
+		st.abandonLocked()
+		return
+	}
+	b := append(st.pending, "data: "...)
+	b = append(b, data...)
+	st.pending = append(b, "\n\n"...)
+	st.signal()
+}
+
 // signal wakes the writer without waiting: a wake already pending covers
 // this one.
 func (st *sseStream) signal() {

@@ -277,11 +277,12 @@ func (v *Validator) validateResponse(req *http.Request, status int, header http.
 	return openapi3filter.ValidateResponse(ctx, input)
 }
 
-// checkNegotiation holds a streaming operation's 200 to the request's Accept:
-// a stream when Accept names only text/event-stream, JSON when it does not
-// name it at all. Mixed Accept headers may get either.
+// checkNegotiation holds a negotiating operation's 200 (JSON or a stream) to
+// the request's Accept: a stream when Accept names only text/event-stream,
+// JSON when it does not name it at all. Mixed Accept headers may get either.
 func checkNegotiation(req *http.Request, status int, content openapi3.Content, mediaType string) error {
-	if status != http.StatusOK || content.Get("text/event-stream") == nil {
+	if status != http.StatusOK || content.Get("text/event-stream") == nil || len(content) == 1 {
+		// Nothing to negotiate: the operation answers only as a stream.
 		return nil
 	}
 	ranges := acceptedTypes(req.Header.Get("Accept"))

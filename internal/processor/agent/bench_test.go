@@ -28,24 +28,7 @@ import (
 // just before the first text chunk is written.
 func instantModel(tb testing.TB, reply string, onFirst func(time.Time)) *httptest.Server {
 	tb.Helper()
-	words := strings.SplitAfter(reply, " ")
-	var body bytes.Buffer
-	var first []byte
-	for i := 0; i < len(words); i += 4 {
-		delta := map[string]any{"content": strings.Join(words[i:min(i+4, len(words))], "")}
-		if i == 0 {
-			delta["role"] = "assistant"
-		}
-		line := []byte("data: " + chunk(delta, "") + "\n\n")
-		if i == 0 {
-			first = line
-			continue
-		}
-		body.Write(line)
-	}
-	body.WriteString("data: " + chunk(map[string]any{}, "stop") + "\n\n")
-	body.WriteString("data: [DONE]\n\n")
-	rest := body.Bytes()
+	first, rest := instantStream(reply)
 	whole := append(slices.Clone(first), rest...)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -65,13 +48,57 @@ func instantModel(tb testing.TB, reply string, onFirst func(time.Time)) *httptes
 	return srv
 }
 
+// inProcessModel is an instant model without a network: an HTTP client
+// whose transport answers every request with the stream at once.
+func inProcessModel(reply string) *http.Client {
+	first, rest := instantStream(reply)
+	whole := append(first, rest...)
+	return &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+		return &http.Response{
+			StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header:  http.Header{"Content-Type": {"text/event-stream"}},
+			Body:    io.NopCloser(bytes.NewReader(whole)),
+			Request: r,
+		}, nil
+	})}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// instantStream is a streamed reply in chunks of four words: the first chunk
+// and the rest ([DONE] included).
+func instantStream(reply string) (first, rest []byte) {
+	words := strings.SplitAfter(reply, " ")
+	var body bytes.Buffer
+	for i := 0; i < len(words); i += 4 {
+		delta := map[string]any{"content": strings.Join(words[i:min(i+4, len(words))], "")}
+		if i == 0 {
+			delta["role"] = "assistant"
+		}
+		line := []byte("data: " + chunk(delta, "") + "\n\n")
+		if i == 0 {
+			first = line
+			continue
+		}
+		body.Write(line)
+	}
+	body.WriteString("data: " + chunk(map[string]any{}, "stop") + "\n\n")
+	body.WriteString("data: [DONE]\n\n")
+	return first, body.Bytes()
+}
+
 const twentyWords = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty"
 
-// newBenchChatd serves the agent (on model) and echo from the embedded store.
-func newBenchChatd(b *testing.B, model *httptest.Server) *chatd {
+// newBenchChatd serves the agent (on the model at baseURL, through client
+// when not nil) and echo from the embedded store.
+func newBenchChatd(b *testing.B, baseURL string, client *http.Client) *chatd {
 	b.Helper()
-	cfg := agent.Config{BaseURL: model.URL + "/v1", Model: "bench", MaxSteps: agent.DefaultMaxSteps,
-		HistoryWindow: agent.DefaultHistoryWindow, AskUser: true}
+	cfg := agent.Config{BaseURL: baseURL, Model: "bench", MaxSteps: agent.DefaultMaxSteps,
+		HistoryWindow: agent.DefaultHistoryWindow, AskUser: true, HTTPClient: client}
 	st := store.NewMemory(store.Options{ThreadTTL: time.Hour, HistoryMax: 1000, IdempotencyTTL: time.Hour})
 	b.Cleanup(func() { _ = st.Close() })
 	reg, err := processor.NewRegistry(map[string]processor.Processor{"agent": mustAgent(b, cfg), "echo": echo.New()}, "agent")
@@ -125,7 +152,7 @@ func firstData(b *testing.B, client *http.Client, req *http.Request, marker stri
 func BenchmarkFirstDelta(b *testing.B) {
 	firsts := make(chan time.Time, 1)
 	model := instantModel(b, twentyWords, func(t time.Time) { firsts <- t })
-	c := newBenchChatd(b, model)
+	c := newBenchChatd(b, model.URL+"/v1", nil)
 	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, err := http.Post(model.URL+"/v1/chat/completions", "application/json", r.Body)
 		if err != nil {
@@ -188,14 +215,28 @@ func percentile(ds []time.Duration, p int) time.Duration {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // BenchmarkAgentTurnVsEcho compares the throughput of an agent turn whose
-// model answers instantly (twenty words in five chunks, over loopback HTTP)
-// with an echo turn of the same twenty words, both non-streamed JSON turns
-// on the embedded store from sixteen concurrent clients, each on its own
-// thread. The two run in alternating batches so that load from elsewhere on
-// the machine falls on both alike; agent/echo is the ratio (goal ≥ 0.5).
+// model answers instantly (twenty words in five chunks) with an echo turn of
+// the same twenty words, both non-streamed JSON turns on the embedded store
+// from sixteen concurrent clients, each on its own thread. The two run in
+// alternating batches so that load from elsewhere on the machine falls on
+// both alike; agent/echo is the ratio (goal ≥ 0.5). The agent reads its
+// default history window of 20 messages; echo reads none.
+//
+// model=loopback serves the model over HTTP on loopback in this process, so
+// its server's work counts against the agent too; model=in-process answers
+// from the HTTP client's transport, which leaves chatd's own work (and the
+// client side of the model request).
 func BenchmarkAgentTurnVsEcho(b *testing.B) {
-	model := instantModel(b, twentyWords, nil)
-	c := newBenchChatd(b, model)
+	b.Run("model=loopback", func(b *testing.B) {
+		model := instantModel(b, twentyWords, nil)
+		benchAgentVsEcho(b, newBenchChatd(b, model.URL+"/v1", nil))
+	})
+	b.Run("model=in-process", func(b *testing.B) {
+		benchAgentVsEcho(b, newBenchChatd(b, "http://model.invalid/v1", inProcessModel(twentyWords)))
+	})
+}
+
+func benchAgentVsEcho(b *testing.B, c *chatd) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	const workers = 16
 	threads := map[string][]string{}

@@ -1,0 +1,52 @@
+// A typed chatd client as a frontend would write it: openapi-fetch over the
+// types openapi-typescript generates from openapi.yaml, with no hand edits.
+// It is compiled (tsc --noEmit), not run: the point is that the contract
+// types what a client reads.
+import createClient from "openapi-fetch";
+import type { components, paths } from "./generated/chatd";
+
+type ContentBlock = components["schemas"]["ContentBlock"];
+
+// The media-type parameter picks the JSON answers and problems (turns can also answer as
+// an event stream, which a client reads with fetch).
+const client = createClient<paths, `application/${string}json`>({ baseUrl: "http://127.0.0.1:8080" });
+
+export async function ask(threadId: string, message: string): Promise<string> {
+  const { data, error } = await client.POST("/v1/threads/{thread_id}/turns", {
+    params: { path: { thread_id: threadId } },
+    body: { message },
+    parseAs: "json",
+  });
+  if (error) {
+    // Problems are typed too: branch on the stable code.
+    return `failed: ${error.code}`;
+  }
+  const result = data;
+  const blocks: ContentBlock[] = result.message.content_blocks ?? [];
+  const links = blocks.flatMap((b) => (b.type === "resource_link" ? [b.uri] : []));
+  // TurnResult is discriminated on status: the elicitation is there only
+  // when the turn paused, and typed as the MCP request.
+  if (result.status === "input_required") {
+    const schema = result.elicitation.requestedSchema;
+    const expires: string = result.elicitation_expires_at;
+    return `${result.elicitation.message} (${Object.keys(schema.properties).join(", ")}, until ${expires})`;
+  }
+  // chatd's own _meta values are typed, not unknown.
+  const replies = result.message._meta?.["drupal.org/ai.suggested_replies"] ?? [];
+  const first = replies[0];
+  const label = typeof first === "string" ? first : first?.label;
+  return [result.message.message, links.join(" "), label ?? ""].join("\n");
+}
+
+export async function sidebar(): Promise<string[]> {
+  const { data } = await client.GET("/v1/threads", { params: { query: { limit: 20 } } });
+  return (data?.threads ?? []).map((t) => `${t.title ?? "untitled"}${t.running_turn ? " (running)" : ""}`);
+}
+
+export async function rename(threadId: string, title: string): Promise<string | null | undefined> {
+  const { data } = await client.PATCH("/v1/threads/{thread_id}", {
+    params: { path: { thread_id: threadId } },
+    body: { title, metadata: { pinned: "yes", stale: null } },
+  });
+  return data?.title;
+}

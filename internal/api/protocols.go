@@ -1,0 +1,262 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"chatd/internal/blocks"
+	"chatd/internal/elicit"
+	"chatd/internal/protocol"
+	"chatd/internal/protocol/agui"
+	"chatd/internal/protocol/aisdk"
+	"chatd/internal/store"
+	"chatd/internal/turn"
+)
+
+// The frontend protocols (SPEC §13) are consumers of the turn engine's
+// events like the JSON and SSE answers: these handlers read a protocol's
+// request into a turn, begin it under the same auth, tenancy, idempotency
+// and limits as the native endpoints, and hand its events to the protocol's
+// writer (internal/protocol/aisdk and agui), which knows nothing of HTTP.
+
+// turnSink is what a protocol's writer takes of a turn.
+type turnSink interface {
+	Start(turn.Start)
+	Delta(text string, meta map[string]any)
+	Completed(*turn.Result)
+	Failed(Problem)
+}
+
+// uiSink writes a turn as a Vercel AI SDK UI message stream.
+type uiSink struct{ *aisdk.Stream }
+
+// Failed shows the problem as the error part's text: its detail, then its
+// code for programs to match.
+func (u uiSink) Failed(p Problem) { u.Error(fmt.Sprintf("%s (%s)", p.Detail, p.Code)) }
+
+// runSink writes a turn as an AG-UI run.
+type runSink struct{ *agui.Run }
+
+func (a runSink) Failed(p Problem) { a.Error(p.Code, p.Detail, p.Errors) }
+
+// handleAISDKChat runs a turn for the Vercel AI SDK: POST /v1/ai-sdk/chat.
+// Errors found before the turn begins are problem+json answers, as on the
+// native endpoints (DefaultChatTransport reports them as the chat's error);
+// a turn that fails once streaming ends with an error part.
+func (s *Server) handleAISDKChat(w http.ResponseWriter, r *http.Request) error {
+	idemKey, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r, false)
+	if err != nil {
+		return err
+	}
+	req, err := aisdk.DecodeRequest(body)
+	if err != nil {
+		return protocolError(err)
+	}
+	var t *turn.Turn
+	continues := ""
+	if req.Answer != nil {
+		continues = req.Answer.MessageID
+		t, err = s.beginAnswer(r, req.ThreadID, req.Answer.ElicitationID, req.Answer.Result, req.Answer.Meta)
+	} else {
+		t, err = s.beginProtocolTurn(r, req.ThreadID, req.Text, req.Blocks, idemKey, body)
+	}
+	if err != nil {
+		return err
+	}
+	stream := s.startUIStream(w, true)
+	defer stream.close()
+	s.runProtocolTurn(r, t, uiSink{aisdk.NewStream(stream.sendData, continues)})
+	return nil
+}
+
+// handleAISDKStream reattaches useChat to the thread's running turn:
+// GET /v1/ai-sdk/chat/{thread_id}/stream. The stream replays the turn from
+// its first event (the transport treats a resumed stream as a replay); 204
+// when no turn is running.
+func (s *Server) handleAISDKStream(w http.ResponseWriter, r *http.Request) error {
+	id, err := threadID(r)
+	if err != nil {
+		return err
+	}
+	principal := principalFrom(r.Context())
+	thread, _, err := s.store.GetThread(r.Context(), id, principal)
+	if err != nil {
+		return err
+	}
+	if thread.Running == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	var stream *sseStream
+	var sink uiSink
+	err = s.engine.Follow(r.Context(), id, principal, thread.Running.ID, 0, func(ev store.TurnEvent) {
+		if stream == nil {
+			stream = s.startUIStream(w, true)
+			sink = uiSink{aisdk.NewStream(stream.sendData, "")}
+		}
+		feedLogged(sink, ev)
+	})
+	if stream == nil {
+		if err == nil || errors.Is(err, store.ErrTurnNotFound) {
+			// The turn ended, and its log with it, since the thread was read.
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
+		return err
+	}
+	defer stream.close()
+	if err != nil && !isClientGone(r, err) {
+		sink.Failed(problemFor(errTurnLost))
+	}
+	return nil
+}
+
+// handleAGUI runs a turn for an AG-UI client: POST /v1/ag-ui. Input that
+// cannot be read is a problem+json answer; anything that stops the turn
+// after that — no such thread, a pending elicitation, an expired answer, a
+// failed processor — is the run's RUN_ERROR with chatd's problem code.
+func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) error {
+	idemKey, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r, false)
+	if err != nil {
+		return err
+	}
+	req, err := agui.DecodeRequest(body)
+	if err != nil {
+		return protocolError(err)
+	}
+	var t *turn.Turn
+	if req.Answer != nil {
+		t, err = s.beginAnswer(r, req.ThreadID, req.Answer.ElicitationID, req.Answer.Result, req.Answer.Meta)
+	} else {
+		t, err = s.beginProtocolTurn(r, req.ThreadID, req.Text, req.Blocks, idemKey, body)
+	}
+	stream := s.startUIStream(w, false)
+	defer stream.close()
+	sink := runSink{agui.NewRun(stream.sendData, req.ThreadID, req.RunID)}
+	if err != nil {
+		p := problemFor(err)
+		s.observeError(r, p, err)
+		sink.Failed(p)
+		return nil
+	}
+	sink.Started()
+	s.runProtocolTurn(r, t, sink)
+	return nil
+}
+
+// beginProtocolTurn begins a plain turn on a protocol's user message, under
+// the native turn's limits and idempotency (keyed on the whole body).
+func (s *Server) beginProtocolTurn(r *http.Request, threadID, text string, list []blocks.ContentBlock, idemKey string, body []byte) (*turn.Turn, error) {
+	if !blocks.IsCanonicalID(threadID) {
+		return nil, store.ErrNotFound
+	}
+	if len(list) > s.cfg.MaxBlocks {
+		verr := &blocks.ValidationError{}
+		verr.Add("messages", fmt.Sprintf("%d attachments; at most %d are allowed per message", len(list), s.cfg.MaxBlocks))
+		return nil, verr
+	}
+	return s.engine.Begin(r.Context(), turn.Plain{
+		ThreadID: threadID, Principal: principalFrom(r.Context()), Message: blocks.NewMessage(blocks.RoleUser, text, list, nil),
+		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body),
+	})
+}
+
+// beginAnswer begins the turn that answers an elicitation.
+func (s *Server) beginAnswer(r *http.Request, threadID, elicitationID string, result elicit.Result, meta map[string]any) (*turn.Turn, error) {
+	if !blocks.IsCanonicalID(threadID) {
+		return nil, store.ErrNotFound
+	}
+	if err := validateClientMeta(meta); err != nil {
+		return nil, err
+	}
+	return s.engine.BeginAnswer(r.Context(), turn.Answer{
+		ThreadID: threadID, Principal: principalFrom(r.Context()), ElicitationID: elicitationID,
+		Result: result, Meta: meta,
+	})
+}
+
+// runProtocolTurn runs a begun turn into sink, or replays the result of an
+// idempotent retry.
+func (s *Server) runProtocolTurn(r *http.Request, t *turn.Turn, sink turnSink) {
+	if t.Replay != nil {
+		res, err := turn.DecodeResult(t.Replay)
+		if err != nil {
+			sink.Failed(problemFor(err))
+			return
+		}
+		sink.Completed(res)
+		return
+	}
+	t.Run(r.Context(), true, func(ev turn.Event) {
+		switch ev.Kind {
+		case turn.EventStart:
+			sink.Start(ev.Start)
+		case turn.EventDelta:
+			sink.Delta(ev.Delta.Text, ev.Delta.Meta)
+		case turn.EventCompleted:
+			sink.Completed(ev.Result)
+		case turn.EventError:
+			p := problemFor(ev.Err)
+			s.observeError(r, p, ev.Err)
+			sink.Failed(p)
+		}
+	})
+}
+
+// feedLogged hands sink one event of a turn's log, as Follow reads it.
+func feedLogged(sink turnSink, ev store.TurnEvent) {
+	switch ev.Name {
+	case turn.NameStart:
+		var st turn.Start
+		if json.Unmarshal(ev.Data, &st) == nil {
+			sink.Start(st)
+		}
+	case turn.NameDelta:
+		var d turn.Delta
+		if json.Unmarshal(ev.Data, &d) == nil {
+			sink.Delta(d.Delta, d.Meta)
+		}
+	case turn.NameCompleted:
+		res, err := turn.DecodeResult(ev.Data)
+		if err != nil {
+			sink.Failed(problemFor(err))
+			return
+		}
+		sink.Completed(res)
+	case turn.NameError:
+		var p Problem
+		if json.Unmarshal(ev.Data, &p) != nil || p.Code == "" {
+			p = problemFor(errors.New("unreadable error event"))
+		}
+		sink.Failed(p)
+	}
+}
+
+// startUIStream opens a frontend protocol's event stream; uiMessages marks
+// it as an AI SDK UI message stream.
+func (s *Server) startUIStream(w http.ResponseWriter, uiMessages bool) *sseStream {
+	if uiMessages {
+		w.Header().Set(aisdk.Header, aisdk.HeaderValue)
+	}
+	return s.startStream(w)
+}
+
+// protocolError maps a protocol decoder's errors: unreadable input is 400,
+// invalid attachments keep their 422 with paths.
+func protocolError(err error) error {
+	var ierr *protocol.InputError
+	if errors.As(err, &ierr) {
+		return errorf(http.StatusBadRequest, "invalid_request", "%s", ierr.Detail)
+	}
+	return err
+}

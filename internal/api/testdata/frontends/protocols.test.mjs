@@ -1,0 +1,393 @@
+// Drives chatd's frontend protocols with the stock client libraries, as a
+// frontend would: the AI SDK's DefaultChatTransport, readUIMessageStream and
+// Chat (AbstractChat, with the plain state a framework binding keeps), and
+// AG-UI's HttpAgent. No adapters: only configuration.
+//
+// Run by the Go test TestFrontendProtocols, which starts chatd (the echo
+// processor) and passes:
+//   CHATD_URL            a chatd with the default elicitation TTL
+//   CHATD_SHORT_TTL_URL  a chatd whose elicitations expire after a second
+//   CHATD_PRINCIPAL_HEADER the header its gateway auth reads the principal from
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  AbstractChat,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithToolCalls,
+  readUIMessageStream,
+} from 'ai';
+import { HttpAgent } from '@ag-ui/client';
+
+const base = process.env.CHATD_URL;
+const shortTTLBase = process.env.CHATD_SHORT_TTL_URL;
+const principalHeader = process.env.CHATD_PRINCIPAL_HEADER;
+assert.ok(base && shortTTLBase && principalHeader, 'CHATD_URL, CHATD_SHORT_TTL_URL and CHATD_PRINCIPAL_HEADER are required');
+
+const as = (principal) => ({ [principalHeader]: principal });
+const alice = as('alice');
+const bob = as('bob');
+
+// --- chatd's native API, for set-up and for checking against history ---
+
+async function api(baseURL, method, path, body, headers = alice) {
+  const res = await fetch(baseURL + path, {
+    method,
+    headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+async function newThread(baseURL = base) {
+  const res = await api(baseURL, 'POST', '/v1/threads', { processor: 'echo' });
+  assert.equal(res.status, 201);
+  return res.body.id;
+}
+
+async function history(threadId, baseURL = base) {
+  const res = await api(baseURL, 'GET', `/v1/threads/${threadId}/messages`);
+  assert.equal(res.status, 200);
+  return res.body.messages;
+}
+
+async function waitUntil(what, cond) {
+  for (let i = 0; i < 1000; i++) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+const elicit = (params) => '/elicit ' + JSON.stringify(params);
+const form = {
+  message: 'Who are you?',
+  requestedSchema: {
+    type: 'object',
+    properties: { name: { type: 'string', minLength: 1 }, age: { type: 'integer', minimum: 0 } },
+    required: ['name'],
+  },
+};
+const confirm = { message: 'Delete everything?', requestedSchema: { type: 'object', properties: {} } };
+const sampleBlocks = [
+  { type: 'text', text: 'See the card.' },
+  { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png', annotations: { priority: 0, audience: ['user'] } },
+  {
+    type: 'resource_link', uri: 'entity:node/42', name: 'Article 42',
+    _meta: { 'drupal.org/ai.entity': { entity_type: 'node', id: '42', uuid: '0f8fad5b-d9cb-469f-a165-70867728950e', view_mode: 'teaser' } },
+  },
+  { type: 'resource', resource: { uri: 'file:///notes.txt', mimeType: 'text/plain', text: 'notes' } },
+];
+
+// --- Vercel AI SDK ---
+
+function transport(baseURL = base, headers = alice, fetchFn) {
+  return new DefaultChatTransport({ api: baseURL + '/v1/ai-sdk/chat', headers, fetch: fetchFn });
+}
+
+// userMessage is the UI message useChat's sendMessage({text}) builds.
+const userMessage = (text, files = []) => ({
+  id: crypto.randomUUID(), role: 'user', parts: [...files, { type: 'text', text }],
+});
+
+// reply sends one message through the stock transport and reads the stock
+// stream reader to its end.
+async function reply(threadId, message, { baseURL = base, headers = alice } = {}) {
+  const stream = await transport(baseURL, headers).sendMessages({
+    chatId: threadId, messages: [message], trigger: 'submit-message', messageId: undefined,
+    abortSignal: undefined,
+  });
+  let last;
+  let snapshots = 0;
+  for await (const m of readUIMessageStream({ stream, terminateOnError: true })) {
+    last = m;
+    snapshots++;
+  }
+  return { message: last, snapshots };
+}
+
+// TestChat is AbstractChat with the plain state object every framework
+// binding (React, Vue, Svelte) keeps; it adds nothing to the protocol.
+class TestChat extends AbstractChat {
+  constructor(options) {
+    const state = {
+      status: 'ready', error: undefined, messages: [],
+      pushMessage(m) { this.messages = this.messages.concat(m); },
+      popMessage() { this.messages = this.messages.slice(0, -1); },
+      replaceMessage(i, m) { this.messages = [...this.messages.slice(0, i), m, ...this.messages.slice(i + 1)]; },
+      snapshot: (v) => structuredClone(v),
+    };
+    super({ ...options, state });
+  }
+}
+
+// countingFetch counts the POSTs a chat makes.
+function countingFetch() {
+  const f = async (url, init) => {
+    if (init?.method === 'POST') f.posts++;
+    return fetch(url, init);
+  };
+  f.posts = 0;
+  return f;
+}
+
+function newChat(threadId, { baseURL = base, fetchFn } = {}) {
+  return new TestChat({
+    id: threadId,
+    transport: transport(baseURL, alice, fetchFn),
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithToolCalls,
+  });
+}
+
+const textOf = (m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+const elicitationPart = (m) => m.parts.find((p) => p.type === 'tool-elicitation');
+
+test('ai-sdk: a streamed reply, its IDs those of history', async () => {
+  const thread = await newThread();
+  const { message, snapshots } = await reply(thread, userMessage('/slow 1 one two three'));
+  assert.equal(textOf(message), 'one two three');
+  assert.ok(snapshots > 3, `the reply streamed (${snapshots} snapshots)`);
+  const [user, assistant] = await history(thread);
+  assert.equal(user.message, '/slow 1 one two three');
+  assert.equal(message.id, assistant.id);
+  assert.deepEqual(message.metadata.chatd, {
+    thread_id: thread, turn_id: message.metadata.chatd.turn_id, message_id: assistant.id, user_message_id: user.id, _meta: {},
+  });
+});
+
+test('ai-sdk: content blocks equal history\'s, attachments become blocks', async () => {
+  const thread = await newThread();
+  const { message } = await reply(thread, userMessage('/blocks ' + JSON.stringify(sampleBlocks)));
+  const blocks = message.parts.filter((p) => p.type === 'data-content-block').map((p) => p.data);
+  const [, assistant] = await history(thread);
+  assert.deepEqual(blocks, assistant.content_blocks);
+  assert.deepEqual(blocks, sampleBlocks);
+
+  const file = { type: 'file', mediaType: 'image/png', filename: 'dot.png', url: 'data:image/png;base64,iVBORw0KGgo=' };
+  const echoed = await reply(thread, userMessage('look', [file]));
+  assert.equal(textOf(echoed.message), 'look');
+  const sent = (await history(thread)).at(-2);
+  assert.deepEqual(sent.content_blocks, [{ type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' }]);
+  assert.deepEqual(echoed.message.parts.filter((p) => p.type === 'data-content-block').map((p) => p.data), sent.content_blocks);
+});
+
+test('ai-sdk: a form answered with addToolOutput, sent once, ends ready', async () => {
+  const thread = await newThread();
+  const fetchFn = countingFetch();
+  const chat = newChat(thread, { fetchFn });
+  await chat.sendMessage({ text: elicit(form) });
+  assert.equal(chat.status, 'ready');
+  const paused = chat.lastMessage;
+  const call = elicitationPart(paused);
+  assert.equal(call.state, 'input-available');
+  const [, question] = await history(thread);
+  assert.equal(paused.id, question.id);
+  assert.equal(call.toolCallId, question._meta['drupal.org/ai.elicitation_id']);
+  assert.deepEqual(call.input, { ...form, _meta: { 'drupal.org/ai.elicitation_id': call.toolCallId } });
+
+  await chat.addToolOutput({ tool: 'elicitation', toolCallId: call.toolCallId, output: { action: 'accept', content: { name: 'Ada', age: 36 } } });
+  await waitUntil('the answer\'s reply', () => chat.status === 'ready' && elicitationPart(chat.lastMessage).state === 'output-available' && textOf(chat.lastMessage).endsWith('}'));
+  assert.equal(chat.messages.length, 2, 'the reply continues the paused message');
+  const answered = chat.lastMessage;
+  assert.equal(answered.id, paused.id);
+  assert.ok(textOf(answered).endsWith('{"action":"accept","content":{"age":36,"name":"Ada"}}'));
+  const msgs = await history(thread);
+  assert.equal(msgs.length, 4);
+  assert.equal(answered.metadata.chatd.message_id, msgs[3].id);
+  assert.equal(msgs[2]._meta['drupal.org/ai.elicitation_result'].action, 'accept');
+  // The exchange is over: nothing left to send automatically.
+  assert.equal(await lastAssistantMessageIsCompleteWithToolCalls({ messages: chat.messages }), false);
+  assert.equal(fetchFn.posts, 2);
+  assert.equal(chat.status, 'ready');
+});
+
+test('ai-sdk: a confirm declined', async () => {
+  const thread = await newThread();
+  const chat = newChat(thread);
+  await chat.sendMessage({ text: elicit(confirm) });
+  const call = elicitationPart(chat.lastMessage);
+  assert.deepEqual(call.input.requestedSchema, { type: 'object', properties: {} });
+  await chat.addToolOutput({ tool: 'elicitation', toolCallId: call.toolCallId, output: { action: 'decline' } });
+  await waitUntil('the decline\'s reply', () => chat.status === 'ready' && textOf(chat.lastMessage).endsWith('{"action":"decline"}'));
+  assert.equal((await history(thread)).at(-2)._meta['drupal.org/ai.elicitation_result'].action, 'decline');
+});
+
+test('ai-sdk: an expired answer is the chat\'s error', async () => {
+  const thread = await newThread(shortTTLBase);
+  const chat = newChat(thread, { baseURL: shortTTLBase });
+  await chat.sendMessage({ text: elicit(form) });
+  const call = elicitationPart(chat.lastMessage);
+  await waitUntil('the elicitation to expire', async () => (await api(shortTTLBase, 'GET', `/v1/threads/${thread}`)).body.pending_elicitation === null);
+  await chat.addToolOutput({ tool: 'elicitation', toolCallId: call.toolCallId, output: { action: 'accept', content: { name: 'Ada' } } });
+  await waitUntil('the chat\'s error', () => chat.status === 'error');
+  assert.match(chat.error.message, /elicitation_expired/);
+});
+
+test('ai-sdk: an unknown thread, and another principal\'s, are not found', async () => {
+  await assert.rejects(reply(crypto.randomUUID(), userMessage('hi')), /not_found/);
+  const thread = await newThread();
+  await assert.rejects(reply(thread, userMessage('hi'), { headers: bob }), /not_found/);
+  await assert.rejects(reply(thread, userMessage('hi'), { headers: {} }), /unauthorized/);
+});
+
+test('ai-sdk: a failing processor is an error part', async () => {
+  const thread = await newThread();
+  await assert.rejects(reply(thread, userMessage('/fail')), /processor_failed/);
+});
+
+test('ai-sdk: reattach to a running turn with resumeStream', async () => {
+  const thread = await newThread();
+  const first = newChat(thread);
+  const sending = first.sendMessage({ text: '/slow 100 alpha beta gamma delta epsilon' });
+  await waitUntil('the turn to run', async () => (await api(base, 'GET', `/v1/threads/${thread}`)).body.running_turn !== null);
+
+  // A second tab (or a reload) with useChat({resume: true}).
+  const second = newChat(thread);
+  await second.resumeStream();
+  await sending;
+  assert.equal(second.status, 'ready');
+  assert.equal(second.messages.length, 1);
+  assert.equal(textOf(second.lastMessage), 'alpha beta gamma delta epsilon');
+  assert.equal(second.lastMessage.id, first.lastMessage.id);
+
+  // Nothing runs any more: 204, and the chat stays as it was.
+  const third = newChat(thread);
+  await third.resumeStream();
+  assert.equal(third.status, 'ready');
+  assert.equal(third.messages.length, 0);
+  assert.equal(await transport().reconnectToStream({ chatId: thread }), null);
+});
+
+// --- AG-UI ---
+
+// run runs one HttpAgent run and collects its events.
+async function run(agent, params) {
+  const events = [];
+  let failure;
+  try {
+    await agent.runAgent(params, { onEvent: ({ event }) => { events.push(event); } });
+  } catch (err) {
+    failure = err;
+  }
+  return { events, failure, types: events.map((e) => e.type) };
+}
+
+function newAgent(threadId, { baseURL = base, headers = alice } = {}) {
+  return new HttpAgent({ url: baseURL + '/v1/ag-ui', headers, threadId });
+}
+
+function say(agent, content) {
+  agent.addMessage({ id: crypto.randomUUID(), role: 'user', content });
+}
+
+test('ag-ui: a streamed reply', async () => {
+  const thread = await newThread();
+  const agent = newAgent(thread);
+  say(agent, '/slow 1 one two three');
+  const { events, types, failure } = await run(agent);
+  assert.equal(failure, undefined);
+  assert.deepEqual(types, ['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);
+  const [, assistant] = await history(thread);
+  assert.equal(events[1].messageId, assistant.id);
+  assert.equal(agent.messages.at(-1).content, 'one two three');
+  assert.equal(agent.messages.at(-1).id, assistant.id);
+  assert.equal(events.at(-1).outcome.type, 'success');
+});
+
+test('ag-ui: content blocks equal history\'s', async () => {
+  const thread = await newThread();
+  const agent = newAgent(thread);
+  say(agent, '/blocks ' + JSON.stringify(sampleBlocks));
+  const { events } = await run(agent);
+  const custom = events.find((e) => e.type === 'CUSTOM' && e.name === 'chatd.content_blocks');
+  const [, assistant] = await history(thread);
+  assert.deepEqual(custom.value, { message_id: assistant.id, content_blocks: assistant.content_blocks, _meta: {} });
+  assert.deepEqual(custom.value.content_blocks, sampleBlocks);
+
+  say(agent, [{ type: 'text', text: 'look' }, { type: 'image', source: { type: 'data', value: 'iVBORw0KGgo=', mimeType: 'image/png' } }]);
+  await run(agent);
+  assert.deepEqual((await history(thread)).at(-2).content_blocks, [{ type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' }]);
+});
+
+test('ag-ui: a form is an interrupt, answered with resume', async () => {
+  const thread = await newThread();
+  const agent = newAgent(thread);
+  say(agent, elicit(form));
+  const paused = await run(agent);
+  const finished = paused.events.at(-1);
+  assert.equal(finished.outcome.type, 'interrupt');
+  const [interrupt] = finished.outcome.interrupts;
+  const [, question] = await history(thread);
+  assert.equal(interrupt.id, question._meta['drupal.org/ai.elicitation_id']);
+  assert.equal(interrupt.reason, 'input_required');
+  assert.equal(interrupt.message, form.message);
+  assert.deepEqual(interrupt.responseSchema, form.requestedSchema);
+  assert.deepEqual(interrupt.metadata, { _meta: { 'drupal.org/ai.elicitation_id': interrupt.id } });
+  assert.ok(Date.parse(interrupt.expiresAt) > Date.now());
+  assert.deepEqual(agent.pendingInterrupts.map((i) => i.id), [interrupt.id]);
+
+  const resumed = await run(agent, { resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { action: 'accept', content: { name: 'Ada', age: 36 } } }] });
+  assert.equal(resumed.failure, undefined);
+  assert.equal(resumed.events.at(-1).outcome.type, 'success');
+  assert.equal(agent.messages.at(-1).content, '{"action":"accept","content":{"age":36,"name":"Ada"}}');
+  assert.deepEqual(agent.pendingInterrupts, []);
+  const msgs = await history(thread);
+  assert.equal(msgs.length, 4);
+  assert.equal(msgs[3].id, agent.messages.at(-1).id);
+});
+
+test('ag-ui: a confirm declined, and one cancelled', async () => {
+  const thread = await newThread();
+  const agent = newAgent(thread);
+  say(agent, elicit(confirm));
+  const [interrupt] = (await run(agent)).events.at(-1).outcome.interrupts;
+  assert.equal(interrupt.reason, 'confirmation');
+  await run(agent, { resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { action: 'decline' } }] });
+  assert.equal(agent.messages.at(-1).content, '{"action":"decline"}');
+
+  say(agent, elicit(confirm));
+  const [again] = (await run(agent)).events.at(-1).outcome.interrupts;
+  await run(agent, { resume: [{ interruptId: again.id, status: 'cancelled' }] });
+  assert.equal(agent.messages.at(-1).content, '{"action":"cancel"}');
+});
+
+test('ag-ui: an answer that breaks the form, then one too late', async () => {
+  const thread = await newThread(shortTTLBase);
+  const agent = newAgent(thread, { baseURL: shortTTLBase });
+  say(agent, elicit(form));
+  const [interrupt] = (await run(agent)).events.at(-1).outcome.interrupts;
+
+  // A fresh agent (a reloaded page) that knows only the interrupt's ID.
+  const invalid = await run(newAgent(thread, { baseURL: shortTTLBase }), { resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { action: 'accept', content: { age: -1 } } }] });
+  const invalidError = invalid.events.find((e) => e.type === 'RUN_ERROR');
+  assert.equal(invalidError.code, 'validation_failed');
+  assert.deepEqual(invalidError.metadata.errors.map((e) => e.field).sort(), ['age', 'name']);
+
+  await waitUntil('the elicitation to expire', async () => (await api(shortTTLBase, 'GET', `/v1/threads/${thread}`)).body.pending_elicitation === null);
+  // The stock agent itself refuses to answer an interrupt past expiresAt…
+  const refused = await run(agent, { resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { action: 'accept', content: { name: 'Ada' } } }] });
+  assert.match(String(refused.failure), /expired/);
+  // …and chatd does too, whoever asks.
+  const late = await run(newAgent(thread, { baseURL: shortTTLBase }), { resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { action: 'accept', content: { name: 'Ada' } } }] });
+  assert.deepEqual(late.types, ['RUN_ERROR']);
+  assert.equal(late.events[0].code, 'elicitation_expired');
+});
+
+test('ag-ui: an unknown thread, another principal\'s, and a failing processor are RUN_ERRORs', async () => {
+  const unknown = newAgent(crypto.randomUUID());
+  say(unknown, 'hi');
+  const missing = await run(unknown);
+  assert.deepEqual(missing.types, ['RUN_ERROR']);
+  assert.equal(missing.events[0].code, 'not_found');
+
+  const thread = await newThread();
+  const intruder = newAgent(thread, { headers: bob });
+  say(intruder, 'hi');
+  assert.equal((await run(intruder)).events[0].code, 'not_found');
+
+  const agent = newAgent(thread);
+  say(agent, '/fail');
+  const failed = await run(agent);
+  assert.deepEqual(failed.types, ['RUN_STARTED', 'RUN_ERROR']);
+  assert.equal(failed.events[1].code, 'processor_failed');
+});
