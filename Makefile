@@ -46,6 +46,8 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzThreadPatch$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzJSONDepth$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzMessage$$' -fuzztime $(FUZZTIME) ./internal/render
+	go test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./internal/protocol/aisdk
+	go test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./internal/protocol/agui
 
 # Regenerate the README's screenshots of the chat page from the browser test.
 screenshots:
