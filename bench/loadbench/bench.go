@@ -250,6 +250,19 @@ var turnBody = []byte(`{"message":"` + turnText + `"}`)
 // streamBody asks echo to stream twenty words, one delta each, without delay.
 var streamBody = []byte(`{"message":"/slow 0 ` + strings.Repeat("word ", 19) + `end"}`)
 
+// streamText is streamBody's message, as the frontend protocols send it.
+var streamText = "/slow 0 " + strings.Repeat("word ", 19) + "end"
+
+// aiSDKBody is the body DefaultChatTransport posts for streamText.
+func aiSDKBody(threadID string) []byte {
+	return []byte(`{"id":"` + threadID + `","trigger":"submit-message","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"` + streamText + `"}]}]}`)
+}
+
+// aguiBody is the RunAgentInput HttpAgent posts for streamText.
+func aguiBody(threadID string) []byte {
+	return []byte(`{"threadId":"` + threadID + `","runId":"r1","state":{},"tools":[],"context":[],"forwardedProps":{},"messages":[{"id":"m1","role":"user","content":"` + streamText + `"}]}`)
+}
+
 // elicitBody pauses the echo processor with a two-field form.
 var elicitBody = []byte(`{"message":"/elicit {\"message\":\"Which size, and how many?\",\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"size\":{\"type\":\"string\",\"enum\":[\"s\",\"m\",\"l\"]},\"quantity\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10}},\"required\":[\"size\"]}}"}`)
 

@@ -106,6 +106,7 @@ func (c *client) createThread(ctx context.Context, processor string) (string, er
 
 // turnAnswer is the part of a TurnResult the benchmark checks.
 type turnAnswer struct {
+	TurnID      string `json:"turn_id"`
 	Status      string `json:"status"`
 	Elicitation *struct {
 		Meta map[string]any `json:"_meta"`
@@ -169,6 +170,64 @@ func (c *client) streamTurn(ctx context.Context, threadID string, body []byte) (
 	}
 	if !completed || firstDelta == 0 {
 		return 0, fmt.Errorf("stream ended without deltas and turn.completed (delta seen: %t, completed: %t)", firstDelta > 0, completed)
+	}
+	return firstDelta, nil
+}
+
+// protocolStream is how a frontend protocol's stream marks a text delta, its
+// successful end and a failure, each as a substring of a data line.
+type protocolStream struct {
+	path              string
+	delta, end, fails string
+}
+
+// The frontend protocols' streams, as the benchmark reads them.
+var (
+	aiSDKStream = protocolStream{path: "/v1/ai-sdk/chat", delta: `"type":"text-delta"`, end: `[DONE]`, fails: `"type":"error"`}
+	aguiStream  = protocolStream{path: "/v1/ag-ui", delta: `"type":"TEXT_MESSAGE_CONTENT"`, end: `"type":"RUN_FINISHED"`, fails: `"type":"RUN_ERROR"`}
+)
+
+// protocolTurn posts a turn to a frontend protocol's endpoint and reads its
+// stream to the end, returning the time to the first text delta.
+func (c *client) protocolTurn(ctx context.Context, p protocolStream, body []byte) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+p.path, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		data, _ := io.ReadAll(resp.Body)
+		return 0, fmt.Errorf("%s: status %d %s: %s", p.path, resp.StatusCode, resp.Header.Get("Content-Type"), truncate(data, 300))
+	}
+	var firstDelta time.Duration
+	ended := false
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		switch {
+		case !ok:
+		case strings.Contains(data, p.delta):
+			if firstDelta == 0 {
+				firstDelta = time.Since(start)
+			}
+		case strings.Contains(data, p.end):
+			ended = true
+		case strings.Contains(data, p.fails):
+			return 0, fmt.Errorf("%s: the stream failed: %s", p.path, truncate([]byte(data), 300))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if !ended || firstDelta == 0 {
+		return 0, fmt.Errorf("%s: stream ended without deltas and its end (delta seen: %t, ended: %t)", p.path, firstDelta > 0, ended)
 	}
 	return firstDelta, nil
 }

@@ -165,20 +165,42 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		return nil, err
 	}
 
-	// 6: streamed turns on Redis.
-	streamThreads, err := threads(ctx, redisC, b.cfg.concurrency)
-	if err != nil {
-		return nil, fmt.Errorf("row 6: %w", err)
+	// 6: streamed turns on Redis, natively and over the frontend protocols,
+	// measured interleaved. Each protocol's workers have threads of their own.
+	var streamThreads [3][]string
+	for i := range streamThreads {
+		if streamThreads[i], err = threads(ctx, redisC, b.cfg.concurrency); err != nil {
+			return nil, fmt.Errorf("row 6: %w", err)
+		}
 	}
 	streamOp := func(ctx context.Context, worker, _ int) (time.Duration, error) {
-		return redisC.streamTurn(ctx, streamThreads[worker], streamBody)
+		return redisC.streamTurn(ctx, streamThreads[0][worker], streamBody)
 	}
-	r6, err := b.measured(ctx, n, streamOp)
+	aiSDKBodies, aguiBodies := make([][]byte, b.cfg.concurrency), make([][]byte, b.cfg.concurrency)
+	for w := range b.cfg.concurrency {
+		aiSDKBodies[w], aguiBodies[w] = aiSDKBody(streamThreads[1][w]), aguiBody(streamThreads[2][w])
+	}
+	aiSDKOp := func(ctx context.Context, worker, _ int) (time.Duration, error) {
+		return redisC.protocolTurn(ctx, aiSDKStream, aiSDKBodies[worker])
+	}
+	aguiOp := func(ctx context.Context, worker, _ int) (time.Duration, error) {
+		return redisC.protocolTurn(ctx, aguiStream, aguiBodies[worker])
+	}
+	streamed, err := b.compare(ctx, n, streamOp, aiSDKOp, aguiOp)
 	if err != nil {
 		return nil, fmt.Errorf("row 6: %w", err)
 	}
-	if err := b.maybeProfile(ctx, "6", streamOp); err != nil {
-		return nil, err
+	r6, r6c, r6d := streamed[0], streamed[1], streamed[2]
+	for id, fn := range map[string]op{"6": streamOp, "6c": aiSDKOp, "6d": aguiOp} {
+		if err := b.maybeProfile(ctx, id, fn); err != nil {
+			return nil, err
+		}
+	}
+
+	// 7: the turn event log and reattachment.
+	turnLog, err := b.measureTurnLog(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("row 7: %w", err)
 	}
 
 	// 5: short against long threads.
@@ -204,7 +226,12 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 			ratio: ratio(float64(percentile(r6.inner, 50)), float64(percentile(r6.latency, 50))), ratioIs: "p50 ÷ p50 of 6b"},
 		row{id: "6b", scenario: "streamed turn (20 deltas), Redis: full reply", res: r6,
 			ratio: ratio(r6.throughput(), r2.throughput()), ratioIs: "req/s ÷ JSON turn (2)"},
+		row{id: "6c", scenario: "the same turn over the AI SDK UI message stream (POST /v1/ai-sdk/chat)", res: r6c,
+			ratio: ratio(r6c.throughput(), r6.throughput()), ratioIs: "req/s ÷ native SSE (6b); goal ≥ 0.9"},
+		row{id: "6d", scenario: "the same turn over AG-UI (POST /v1/ag-ui)", res: r6d,
+			ratio: ratio(r6d.throughput(), r6.throughput()), ratioIs: "req/s ÷ native SSE (6b); goal ≥ 0.9"},
 	)
+	rows = append(rows, turnLog...)
 	return rows, nil
 }
 

@@ -54,12 +54,16 @@ type config struct {
 	MemoryMaxBytes  int64 `envconfig:"MEMORY_MAX_BYTES" default:"268435456"`
 	// Rate limits (SPEC §11): requests per principal on /v1, failed
 	// authentications per client address; "0" disables either.
-	RateLimit         ratelimit.Rate `envconfig:"RATE_LIMIT" default:"600/1m"`
-	AuthFailLimit     ratelimit.Rate `envconfig:"AUTH_FAIL_LIMIT" default:"30/1m"`
-	LogLevel          string         `envconfig:"LOG_LEVEL" default:"info"`
-	LogFormat         string         `envconfig:"LOG_FORMAT" default:"json"`
-	UI                bool           `envconfig:"UI" default:"true"`
-	EntityURLTemplate string         `envconfig:"ENTITY_URL_TEMPLATE"`
+	RateLimit     ratelimit.Rate `envconfig:"RATE_LIMIT" default:"600/1m"`
+	AuthFailLimit ratelimit.Rate `envconfig:"AUTH_FAIL_LIMIT" default:"30/1m"`
+	// LockLease is the turn lock's lease, renewed while a turn runs.
+	LockLease time.Duration `envconfig:"LOCK_LEASE" default:"10s"`
+	// MaxThreads caps the live threads of one principal.
+	MaxThreads        int    `envconfig:"MAX_THREADS" default:"10000"`
+	LogLevel          string `envconfig:"LOG_LEVEL" default:"info"`
+	LogFormat         string `envconfig:"LOG_FORMAT" default:"json"`
+	UI                bool   `envconfig:"UI" default:"true"`
+	EntityURLTemplate string `envconfig:"ENTITY_URL_TEMPLATE"`
 
 	// The agents (CHATD_AGENT_*, CHATD_AGENTS_FILE), in agents.go.
 	AgentSettings
@@ -124,6 +128,8 @@ func (c config) validate() error {
 	check(c.RedisWaitTimeout >= time.Millisecond, "CHATD_REDIS_WAIT_TIMEOUT must be at least 1ms")
 	check(c.HistoryWindow >= 0, "CHATD_HISTORY_WINDOW must not be negative")
 	check(c.MaxBodyBytes >= 1, "CHATD_MAX_BODY_BYTES must be at least 1")
+	check(c.LockLease >= 30*time.Millisecond, "CHATD_LOCK_LEASE must be at least 30ms")
+	check(c.MaxThreads >= 1, "CHATD_MAX_THREADS must be at least 1")
 	check(c.MaxBlocks >= 1, "CHATD_MAX_BLOCKS must be at least 1")
 	check(c.MaxJSONDepth >= 2, "CHATD_MAX_JSON_DEPTH must be at least 2 (a turn's body nests two levels)")
 	check(c.HistoryMaxBytes >= 1, "CHATD_HISTORY_MAX_BYTES must be at least 1")

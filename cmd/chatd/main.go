@@ -106,7 +106,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,
-			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth,
+			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth, LockLease: cfg.LockLease,
 			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: principalHeader(cfg),
 		},
 	})
@@ -176,7 +176,7 @@ func newAuth(cfg config) (api.Authenticator, error) {
 
 func newStore(cfg config) (closingStore, error) {
 	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour,
-		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes, TurnEventsTTL: cfg.TurnEventsTTL,
+		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes, MaxThreads: cfg.MaxThreads, TurnEventsTTL: cfg.TurnEventsTTL,
 		WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout}
 	if cfg.RedisURL == "" {
 		return store.NewMemory(opts), nil

@@ -247,6 +247,9 @@ func TestRunFailsOnBadConfiguration(t *testing.T) {
 		"unparseable log level":   {"CHATD_LOG_LEVEL": "loud"},
 		"missing api keys file":   {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS_FILE": "/nonexistent/keys"},
 		"one key, two principals": {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS": "alice:k1,bob:k1"},
+		"javascript entity urls":  {"CHATD_ENTITY_URL_TEMPLATE": "javascript:alert('{type}/{id}')"},
+		"entity url without id":   {"CHATD_ENTITY_URL_TEMPLATE": "https://site.example/{type}"},
+		"unparseable ui switch":   {"CHATD_UI": "maybe"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -316,4 +319,29 @@ func TestDefaultProcessorsAreDemoOnly(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"name": "demo", "description": list["processors"].([]any)[0].(map[string]any)["description"]}}, list["processors"])
 	status, _ = mustDo(t, http.MethodPost, base+"/v1/threads", `{"processor":"echo"}`, nil)
 	assert.Equal(t, http.StatusUnprocessableEntity, status)
+}
+
+// TestRunServesThePage checks CHATD_UI: the chat page at / by default, with
+// entity cards linked through CHATD_ENTITY_URL_TEMPLATE, and none when off.
+func TestRunServesThePage(t *testing.T) {
+	t.Run("on", func(t *testing.T) {
+		base, _, _ := startRun(t, map[string]string{"CHATD_ENTITY_URL_TEMPLATE": "https://site.example/{type}/{id}"})
+		resp, err := http.Get(base + "/")
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Contains(t, string(body), `<meta name="chatd-entity-url-template" content="https://site.example/{type}/{id}">`)
+		assert.NotEmpty(t, resp.Header.Get("Content-Security-Policy"))
+	})
+	t.Run("off", func(t *testing.T) {
+		base, _, _ := startRun(t, map[string]string{"CHATD_UI": "false"})
+		for _, path := range []string{"/", "/ui/app.js"} {
+			resp, err := http.Get(base + path)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+		}
+	})
 }

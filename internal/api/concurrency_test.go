@@ -58,7 +58,11 @@ func TestTwoInstances(t *testing.T) {
 			wins++
 			continue
 		}
-		mustProblem(t, resp, http.StatusConflict, "elicitation_consumed")
+		// The losers see the winner's answer in progress (busy, retry) or
+		// committed (consumed).
+		p := mustDecode[wireProblem](t, resp.Body)
+		require.Equal(t, http.StatusConflict, resp.Status, "body: %s", resp.Body)
+		assert.Contains(t, []string{"thread_busy", "elicitation_consumed"}, p.Code)
 	}
 	assert.Equal(t, 1, wins)
 

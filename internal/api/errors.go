@@ -67,6 +67,7 @@ var sentinels = []struct {
 	{store.ErrLockLost, http.StatusServiceUnavailable, "store_unavailable", "the turn lost its hold on the thread before it could be saved; nothing was saved, retry"},
 	{store.ErrTurnNotFound, http.StatusNotFound, "not_found", "turn not found, or its events have expired"},
 	{turn.ErrIdempotencyConflict, http.StatusUnprocessableEntity, "idempotency_conflict", "Idempotency-Key was already used with a different request body"},
+	{store.ErrQuotaExceeded, http.StatusForbidden, "quota_exceeded", "you own as many threads as allowed; delete some to create more"},
 	{store.ErrFull, http.StatusInsufficientStorage, "store_full", "the server's store is full; no new threads or turns until space is freed"},
 }
 

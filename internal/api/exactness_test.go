@@ -55,7 +55,7 @@ func (ts *testServer) rawHistory(tb testing.TB, as, threadID string) []json.RawM
 }
 
 func TestNumbersKeptDigitForDigit(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		for _, n := range exactNumbers {
 			t.Run(n, func(t *testing.T) {
@@ -92,7 +92,7 @@ func TestNumbersKeptDigitForDigit(t *testing.T) {
 }
 
 func TestAnswersKeptDigitForDigit(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		for _, n := range exactNumbers {
 			t.Run(n, func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestAnswersKeptDigitForDigit(t *testing.T) {
 }
 
 func TestUnkeepableValuesRefused(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		// CHATD_MAX_JSON_DEPTH raised far past what chatd can keep: the
 		// exactness bound still holds.
 		ts := newTestServer(t, withStoreKind(kind), withConfig(func(c *api.Config) { c.MaxJSONDepth = 5000 }))
@@ -154,7 +154,7 @@ func TestUnkeepableValuesRefused(t *testing.T) {
 var threeDigits = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
 func TestTimestampsHaveThreeFractionalDigits(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		thread := ts.mustCreateThread(t, alice, "echo")
 		var stamps []string
@@ -196,7 +196,7 @@ func TestTimestampsHaveThreeFractionalDigits(t *testing.T) {
 }
 
 func TestFormModeAndDateTimeAnswers(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		const schema = `{"type":"object","properties":{"at":{"type":"string","format":"date-time","title":"When"}}}`
 		t.Run("mode form accepted, not echoed", func(t *testing.T) {
@@ -273,7 +273,7 @@ func TestDuplicateCredentialsUnauthorized(t *testing.T) {
 }
 
 func TestURIFieldsValidated(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		thread := ts.mustCreateThread(t, alice, "echo")
 		blocksFor := func(uri string) (string, []string) {
@@ -398,7 +398,7 @@ func TestBadRequestsNameTheShape(t *testing.T) {
 }
 
 func TestRecordedAnswerUsesTitlesInFormOrder(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
 		const schema = `{"type":"object","properties":{` +
 			`"title":{"type":"string","title":"Title"},"date":{"type":"string","format":"date","title":"Date"},` +
@@ -425,7 +425,7 @@ func TestRecordedAnswerUsesTitlesInFormOrder(t *testing.T) {
 }
 
 func TestExpiredCountedOnce(t *testing.T) {
-	forEachStore(t, func(t *testing.T, kind storeKind) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		st := newTestStore(t, kind)
 		// The pause is made with a long TTL on one server, so that nothing
 		// races it; a second server on the same store re-pauses with a TTL

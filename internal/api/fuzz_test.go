@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"unicode/utf8"
 
 	"chatd/internal/blocks"
+	"chatd/internal/store"
 )
 
 // FuzzParseTurnRequest feeds arbitrary bodies to the turn decoder: it must
@@ -52,6 +54,49 @@ func FuzzParseTurnRequest(f *testing.F) {
 		var back blocks.Message
 		if err := json.Unmarshal(encoded, &back); err != nil {
 			t.Fatalf("body %q: accepted message does not decode again: %v", body, err)
+		}
+	})
+}
+
+// FuzzThreadPatch feeds arbitrary PATCH bodies to the thread patch decoder:
+// it must never panic, must refuse with 400 or 422, and what it accepts must
+// be within a patch's bounds.
+func FuzzThreadPatch(f *testing.F) {
+	for _, seed := range []string{
+		`{"title":"Plans"}`,
+		`{"title":null,"metadata":null}`,
+		`{"metadata":{"a":"1","b":null}}`,
+		`{"title":""}`,
+		`{"title":5}`,
+		`{"metadata":["a"]}`,
+		`{"metadata":{"":"x"}}`,
+		`{"processor":"demo"}`,
+		`{}`,
+		`null`,
+		`{"title":"x"} {}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req threadPatch
+		err := decodeStrict(body, &req, patchShape)
+		if err == nil {
+			var patch store.ThreadPatch
+			patch, err = parseThreadPatch(req)
+			if err == nil {
+				if patch.Title != nil && (*patch.Title == "" || utf8.RuneCountInString(*patch.Title) > maxTitleRunes) {
+					t.Fatalf("body %q: accepted title %q", body, *patch.Title)
+				}
+				for k := range patch.Metadata {
+					if k == "" || len(k) > 64 {
+						t.Fatalf("body %q: accepted metadata key %q", body, k)
+					}
+				}
+				return
+			}
+		}
+		if p := problemFor(err); p.Status != http.StatusBadRequest && p.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("body %q: status %d (%s), want 400 or 422", body, p.Status, err)
 		}
 	})
 }

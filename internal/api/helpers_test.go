@@ -65,6 +65,22 @@ const (
 
 var storeKinds = []storeKind{memoryStore, redisStore, clusterStore, sentinelStore}
 
+// implementations are the two store implementations, one Redis topology:
+// for behaviour that does not depend on how Redis is deployed.
+var implementations = []storeKind{memoryStore, redisStore}
+
+// forEachImplementation runs fn as a subtest per store implementation
+// (memory and single-node Redis); forEachStore adds the Redis topologies.
+func forEachImplementation(t *testing.T, fn func(t *testing.T, kind storeKind)) {
+	t.Helper()
+	for _, kind := range implementations {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			fn(t, kind)
+		})
+	}
+}
+
 // forEachStore runs fn as a subtest per store implementation.
 func forEachStore(t *testing.T, fn func(t *testing.T, kind storeKind)) {
 	t.Helper()

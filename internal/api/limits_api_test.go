@@ -106,3 +106,20 @@ func TestStoreFull(t *testing.T) {
 	}
 	ts.mustCreateThread(t, alice, "echo")
 }
+
+// TestThreadQuota checks CHATD_MAX_THREADS through the API: 403
+// quota_exceeded beyond it, and room again after a delete.
+func TestThreadQuota(t *testing.T) {
+	t.Parallel()
+	opts := store.DefaultOptions
+	opts.MaxThreads = 2
+	st := store.NewMemory(opts)
+	t.Cleanup(func() { _ = st.Close() })
+	ts := newTestServer(t, withStore(st))
+	first := ts.mustCreateThread(t, alice, "echo")
+	ts.mustCreateThread(t, alice, "echo")
+	mustProblem(t, ts.do(t, testRequest{method: http.MethodPost, path: "/v1/threads", as: alice}), http.StatusForbidden, "quota_exceeded")
+	ts.mustCreateThread(t, bob, "echo")
+	mustStatus(t, ts.do(t, testRequest{method: http.MethodDelete, path: "/v1/threads/" + first, as: alice}), http.StatusNoContent)
+	ts.mustCreateThread(t, alice, "echo")
+}

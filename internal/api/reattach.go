@@ -7,6 +7,7 @@ import (
 
 	"chatd/internal/blocks"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -26,6 +27,9 @@ func (s *Server) handleTurnEvents(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	if _, err := wantsHTML(r); err != nil {
+		return err
+	}
 	return s.follow(w, r, id, turnID, max(after, 0), nil)
 }
 
@@ -42,7 +46,11 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, threadID, turnID
 		if onEvent != nil {
 			onEvent(ev)
 		}
-		stream.send(ev.ID, ev.Name, ev.Data)
+		data := ev.Data
+		if ev.Name == turn.NameCompleted {
+			data = s.renderResult(r, data)
+		}
+		stream.send(ev.ID, ev.Name, data)
 	})
 	if stream == nil {
 		if err == nil {

@@ -63,6 +63,8 @@ type Config struct {
 	// PrincipalHeader is the header a gateway names the principal in
 	// (header auth), allowed in CORS requests.
 	PrincipalHeader string
+	// LockLease is the term of a turn's lock, renewed while the turn runs.
+	LockLease time.Duration
 	// WriteTimeout bounds writing one SSE event (and the drain of what is
 	// queued when a stream ends) to a client that does not read; the
 	// stream is then dropped while its turn completes.
@@ -180,7 +182,8 @@ func NewServer(d Deps) *Server {
 	s.cfg = s.cfg.withDefaults()
 	s.engine = turn.New(turn.Deps{
 		Store: d.Store, Processors: d.Processors, Observer: s.metrics, Logger: s.log, EncodeError: encodeProblem,
-		Config: turn.Config{ElicitationTTL: s.cfg.ElicitationTTL, TurnTimeout: s.cfg.TurnTimeout, HistoryWindow: s.cfg.HistoryWindow},
+		Config: turn.Config{ElicitationTTL: s.cfg.ElicitationTTL, TurnTimeout: s.cfg.TurnTimeout, HistoryWindow: s.cfg.HistoryWindow,
+			LockLease: s.cfg.LockLease},
 	})
 	s.handler = s.routes()
 	return s

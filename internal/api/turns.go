@@ -34,6 +34,9 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if _, err := wantsHTML(r); err != nil {
+		return err
+	}
 	lastEventID, err := lastEventID(r)
 	if err != nil {
 		return err
@@ -143,7 +146,7 @@ func fingerprintOf(body []byte) string {
 // events while the log lives; otherwise the result comes as one event.
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, threadID string, result []byte, lastEventID int) error {
 	if !wantsStream(r) {
-		writeBody(w, http.StatusOK, jsonType, result)
+		writeBody(w, http.StatusOK, jsonType, s.renderResult(r, result))
 		return nil
 	}
 	if lastEventID >= 0 {
@@ -158,7 +161,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, threadID string,
 		}
 	}
 	stream := s.startStream(w)
-	stream.send(1, turn.NameCompleted, result)
+	stream.send(1, turn.NameCompleted, s.renderResult(r, result))
 	stream.close()
 	return nil
 }
@@ -174,6 +177,9 @@ type answerRequest struct {
 func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	id, err := threadID(r)
 	if err != nil {
+		return err
+	}
+	if _, err := wantsHTML(r); err != nil {
 		return err
 	}
 	body, err := s.readBody(w, r, false)
@@ -210,7 +216,7 @@ func (s *Server) runTurn(w http.ResponseWriter, r *http.Request, t *turn.Turn) e
 		if last.Kind == turn.EventError {
 			return last.Err
 		}
-		writeBody(w, http.StatusOK, jsonType, last.Data)
+		writeBody(w, http.StatusOK, jsonType, s.renderResult(r, last.Data))
 		return nil
 	}
 	stream := s.startStream(w)
@@ -219,7 +225,11 @@ func (s *Server) runTurn(w http.ResponseWriter, r *http.Request, t *turn.Turn) e
 		if ev.Kind == turn.EventError {
 			s.observeError(r, problemFor(ev.Err), ev.Err)
 		}
-		stream.send(ev.ID, ev.Name(), ev.Data)
+		data := ev.Data
+		if ev.Kind == turn.EventCompleted {
+			data = s.renderResult(r, data)
+		}
+		stream.send(ev.ID, ev.Name(), data)
 	})
 	return nil
 }

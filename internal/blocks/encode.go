@@ -132,6 +132,10 @@ func appendString(buf []byte, s string) []byte {
 	return append(buf, '"')
 }
 
+// AppendString appends s to buf as a JSON string, escaped as Marshal
+// escapes strings, for hot paths that build small JSON documents by hand.
+func AppendString(buf []byte, s string) []byte { return appendString(buf, s) }
+
 // Marshal encodes v compactly without HTML escaping (chat text is full of
 // <, > and &, and escaping them only obscures it). It is how chatd writes
 // every JSON body and event.

@@ -40,6 +40,9 @@ func withDefaults(opts Options) Options {
 	if opts.MemoryMaxBytes <= 0 {
 		opts.MemoryMaxBytes = DefaultOptions.MemoryMaxBytes
 	}
+	if opts.MaxThreads <= 0 {
+		opts.MaxThreads = DefaultOptions.MaxThreads
+	}
 	if opts.WaitTimeout <= 0 {
 		opts.WaitTimeout = DefaultOptions.WaitTimeout
 	}

@@ -24,6 +24,7 @@ type contractStore interface {
 	DeleteThread(ctx context.Context, threadID, principal string) error
 	BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnStart, error)
 	BeginResume(ctx context.Context, b store.BeginResume) (store.TurnStart, error)
+	RenewLock(ctx context.Context, threadID, lockToken, turnID string, ttl time.Duration) error
 	CommitTurn(ctx context.Context, c store.Commit) error
 	Release(ctx context.Context, r store.ReleaseTurn) error
 	History(ctx context.Context, threadID, principal string, limit int, before string) (store.Page, error)
@@ -79,6 +80,8 @@ func runContract(t *testing.T, newStore newStoreFunc) {
 		{"ResumeOutcomes", testResumeOutcomes},
 		{"PendingExpiry", testPendingExpiry},
 		{"ClaimExpiresWithLock", testClaimExpiresWithLock},
+		{"LeaseRenewal", testLeaseRenewal},
+		{"ThreadQuota", testThreadQuota},
 		{"CommitAtomicity", testCommitAtomicity},
 		{"CommitAfterDelete", testCommitAfterDelete},
 		{"ConcurrentResume", testConcurrentResume},
@@ -685,7 +688,8 @@ func testResumeOutcomes(t *testing.T, newStore newStoreFunc) {
 	assert.NotEmpty(t, claim.LockToken)
 
 	_, err = resume(p.ElicitationID)
-	assert.ErrorIs(t, err, store.ErrElicitationConsumed, "a duplicate answer while the first is processed")
+	assert.ErrorIs(t, err, store.ErrBusy, "a duplicate answer while the first is processed: retry later")
+	assert.NotErrorIs(t, err, store.ErrElicitationConsumed, "consumed means committed")
 	_, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL})
 	assert.ErrorIs(t, err, store.ErrBusy)
 
@@ -863,7 +867,10 @@ func testConcurrentResume(t *testing.T, newStore newStoreFunc) {
 			assert.True(t, commitOK[i], "the winner commits")
 			continue
 		}
-		assert.ErrorIs(t, err, store.ErrElicitationConsumed)
+		// Losers see the winner's live claim (busy) or its commit (consumed).
+		if !errors.Is(err, store.ErrBusy) {
+			assert.ErrorIs(t, err, store.ErrElicitationConsumed)
+		}
 	}
 	assert.Equal(t, 1, winners)
 	assert.Equal(t, []string{"ask-0", "ask-1", "winner-0", "winner-1"}, messageTexts(mustHistoryAll(t, st, th.ID)))

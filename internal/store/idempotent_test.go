@@ -273,7 +273,7 @@ func testResendStillRefused(t *testing.T, e *resendEnv) {
 	claim, err := e.plain.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: pause.ElicitationID, LockTTL: lockTTL})
 	require.NoError(t, err)
 	_, err = e.resend.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: pause.ElicitationID, LockTTL: lockTTL})
-	assert.ErrorIs(t, err, store.ErrElicitationConsumed, "another answer's claim")
+	assert.ErrorIs(t, err, store.ErrBusy, "another answer's live claim")
 	_, err = e.resend.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL})
 	assert.ErrorIs(t, err, store.ErrBusy, "another turn's lock")
 	require.NoError(t, e.plain.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: claim.LockToken}))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,4 +93,84 @@ func TestMemoryFull(t *testing.T) {
 	require.NoError(t, st.CreateThread(ctx, store.Thread{ID: blocks.NewID(), Owner: alice, Processor: "echo"}))
 	_, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: threads[5].ID, Principal: alice, LockTTL: lockTTL})
 	assert.False(t, errors.Is(err, store.ErrFull), "room was made: %v", err)
+}
+
+// testLeaseRenewal checks turn locks as leases: a renewed lease outlives its
+// first term, a lapsed one frees the thread (a claim with it), and a holder
+// whose lease was taken over can neither renew nor commit — nothing it
+// writes is kept.
+func testLeaseRenewal(t *testing.T, newStore newStoreFunc) {
+	ctx := context.Background()
+	st := newStore(t, testOpts)
+	th := mustCreateThread(t, st)
+	// Long enough that a loaded machine renews it in time.
+	lease := time.Second
+
+	held, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lease})
+	require.NoError(t, err)
+	// Renewed every third of the lease for two leases, it still holds.
+	for range 6 {
+		time.Sleep(lease / 3)
+		require.NoError(t, st.RenewLock(ctx, th.ID, held.LockToken, "", lease))
+	}
+	_, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lease})
+	require.ErrorIs(t, err, store.ErrBusy)
+	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: held.LockToken, Messages: newTestMessages(2, "kept")}))
+
+	// Not renewed, the lease lapses and another turn takes the thread.
+	lapsed, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lease})
+	require.NoError(t, err)
+	var taker store.TurnStart
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var err error
+		taker, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: time.Minute})
+		assert.NoError(c, err)
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.ErrorIs(t, st.RenewLock(ctx, th.ID, lapsed.LockToken, "", lease), store.ErrLockLost)
+	// Fencing: the old holder's commit is refused and writes nothing.
+	assert.ErrorIs(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: lapsed.LockToken, Messages: newTestMessages(2, "lost")}), store.ErrLockLost)
+	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: taker.LockToken, Messages: newTestMessages(2, "taker")}))
+	assert.Equal(t, []string{"kept-0", "kept-1", "taker-0", "taker-1"}, messageTexts(mustHistoryAll(t, st, th.ID)))
+
+	// A claim whose lease lapses unfinished can be answered again.
+	p := mustPause(t, st, th.ID, time.Hour)
+	_, err = st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: p.ElicitationID, LockTTL: lease})
+	require.NoError(t, err)
+	_, err = st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: p.ElicitationID, LockTTL: lease})
+	require.ErrorIs(t, err, store.ErrBusy, "a live claim")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		_, err := st.BeginResume(ctx, store.BeginResume{ThreadID: th.ID, Principal: alice, ElicitationID: p.ElicitationID, LockTTL: time.Minute})
+		assert.NoError(c, err)
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// testThreadQuota checks CHATD_MAX_THREADS: a principal with MaxThreads live
+// threads cannot create another until one is deleted; others are unaffected.
+func testThreadQuota(t *testing.T, newStore newStoreFunc) {
+	ctx := context.Background()
+	opts := testOpts
+	opts.MaxThreads = 3
+	st := newStore(t, opts)
+	// Principals of their own: the suite's other tests share the server.
+	owner, other := "quota-"+blocks.NewID(), "quota-"+blocks.NewID()
+	create := func(principal string) (string, error) {
+		id := blocks.NewID()
+		return id, st.CreateThread(ctx, store.Thread{ID: id, Owner: principal, Processor: "echo"})
+	}
+	var ids []string
+	for range 3 {
+		id, err := create(owner)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	_, err := create(owner)
+	require.ErrorIs(t, err, store.ErrQuotaExceeded)
+	_, err = create(other)
+	require.NoError(t, err)
+
+	require.NoError(t, st.DeleteThread(ctx, ids[0], owner))
+	_, err = create(owner)
+	require.NoError(t, err)
+	_, err = create(owner)
+	assert.ErrorIs(t, err, store.ErrQuotaExceeded)
 }

@@ -275,6 +275,16 @@ func (m *Memory) CreateThread(ctx context.Context, t Thread) error {
 	if err := m.checkRoom(); err != nil {
 		return err
 	}
+	if owned := m.owners[t.Owner]; len(owned) >= m.opts.MaxThreads {
+		// Expired threads leave the index only when touched: count the
+		// live ones.
+		for id := range owned {
+			m.live(id, now)
+		}
+		if len(m.owners[t.Owner]) >= m.opts.MaxThreads {
+			return fmt.Errorf("store: principal owns %d threads: %w", m.opts.MaxThreads, ErrQuotaExceeded)
+		}
+	}
 	th := &memThread{
 		thread:       t,
 		expires:      now.Add(m.opts.ThreadTTL),
@@ -397,9 +407,8 @@ func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, err
 	}
 	if p := th.livePending(now); p != nil && th.pendingID == b.ElicitationID {
 		if th.lockHeld(now) {
-			if th.lockClaim == b.ElicitationID {
-				return TurnStart{}, fmt.Errorf("store: elicitation %s: %w", b.ElicitationID, ErrElicitationConsumed)
-			}
+			// Another turn, or another answer's live claim: the claim lapses
+			// with the lock's lease if its instance dies.
 			return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID, ErrBusy)
 		}
 		pending, err := decodePending(p)
@@ -737,5 +746,28 @@ func (m *Memory) Close() error {
 	defer m.mu.Unlock()
 	m.threads = make(map[string]*memThread)
 	m.used = 0
+	return nil
+}
+
+// RenewLock extends a running turn's lock lease to ttl from now, and its
+// event log with it. It returns ErrLockLost when lockToken no longer holds
+// the lock.
+func (m *Memory) RenewLock(ctx context.Context, threadID, lockToken, turnID string, ttl time.Duration) error {
+	if err := checkLockTTL(ttl); err != nil {
+		return err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	th := m.live(threadID, now)
+	if th == nil || !th.lockHeld(now) || th.lockToken != lockToken {
+		return fmt.Errorf("store: thread %s: %w", threadID, ErrLockLost)
+	}
+	th.lockExp = now.Add(ttl)
+	if log, ok := th.turns[turnID]; ok && now.Before(log.expires) {
+		if until := th.lockExp.Add(m.opts.TurnEventsTTL); until.After(log.expires) {
+			log.expires = until
+		}
+	}
 	return nil
 }

@@ -490,15 +490,22 @@ func (r *Redis) CreateThread(ctx context.Context, t Thread) error {
 		return err
 	}
 	k := keysFor(t.ID)
+	// The principal's threads are counted in the same round trip, before
+	// the index learns of this one; a create found over the quota is undone.
+	var quota *redis.Cmd
+	index := r.touchIndex(t.Owner, t.ID, t.UpdatedAt, false)
 	status, _, err := r.runWrite(ctx, "create thread", createScript, []string{k.thread},
 		[]any{t.Owner, t.Processor, formatTime(t.CreatedAt), formatTime(t.UpdatedAt), r.opts.ThreadTTL.Milliseconds(), call},
-		r.touchIndex(t.Owner, t.ID, t.UpdatedAt, false))
+		func(pipe redis.Pipeliner) {
+			quota = quotaScript.Eval(ctx, pipe, []string{ownerKey(t.Owner)}, r.opts.MaxThreads)
+			index(pipe)
+		})
 	if err != nil {
 		return err
 	}
 	switch status {
 	case "OK":
-		return nil
+		return r.enforceQuota(ctx, t, quota)
 	case "EXISTS":
 		return fmt.Errorf("store: thread %s already exists", t.ID)
 	}
@@ -1073,3 +1080,77 @@ func (r *Redis) Ping(ctx context.Context) error {
 
 // Close closes the Redis client.
 func (r *Redis) Close() error { return r.client.Close() }
+
+// RenewLock extends a running turn's lock lease to ttl from now, and its
+// event log with it. It returns ErrLockLost when lockToken no longer holds
+// the lock (the lease lapsed and another turn may have taken the thread),
+// and ErrUnavailable when Redis cannot be reached.
+func (r *Redis) RenewLock(ctx context.Context, threadID, lockToken, turnID string, ttl time.Duration) error {
+	if err := checkLockTTL(ttl); err != nil {
+		return err
+	}
+	status, _, err := r.run(ctx, "renew lock", renewScript,
+		[]string{keysFor(threadID).lock, turnKey(threadID, turnID)},
+		lockToken, ttl.Milliseconds(), r.opts.TurnEventsTTL.Milliseconds())
+	if err != nil {
+		return err
+	}
+	switch status {
+	case "OK":
+		return nil
+	case "LOCKLOST":
+		return fmt.Errorf("store: thread %s: %w", threadID, ErrLockLost)
+	}
+	return unexpectedStatus("renew lock", status)
+}
+
+// enforceQuota undoes the create of t when its owner already had MaxThreads
+// live threads. The principal's index counted them in the create's round
+// trip; it may still list threads that expired or were deleted by a crashed
+// instance, so a count at the quota is checked thread by thread (scripts, so
+// the primary answers, not a replica behind on deletes) and the dead ones
+// dropped. Two creates racing at the quota may both pass: the quota bounds a
+// principal's threads give or take its concurrent requests. A count that
+// failed is no reason to refuse a thread that was created.
+func (r *Redis) enforceQuota(ctx context.Context, t Thread, quota *redis.Cmd) error {
+	reply, err := quota.Slice()
+	if err != nil || len(reply) == 0 || reply[0] != "FULL" {
+		return nil
+	}
+	var ids []any
+	for _, id := range reply[1:] {
+		if member, _ := replyString(id); member != t.ID {
+			ids = append(ids, member)
+		}
+	}
+	if err := existsScript.Load(ctx, r.client).Err(); err != nil {
+		return wrapRedisError("count threads", err)
+	}
+	exists := make([]*redis.Cmd, len(ids))
+	if _, err := r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, id := range ids {
+			exists[i] = existsScript.EvalSha(ctx, pipe, []string{keysFor(id.(string)).thread})
+		}
+		return nil
+	}); err != nil {
+		return wrapRedisError("count threads", err)
+	}
+	var dead []any
+	for i, c := range exists {
+		if n, _ := c.Int64(); n == 0 {
+			dead = append(dead, ids[i])
+		}
+	}
+	if len(dead) > 0 {
+		if _, _, err := r.run(ctx, "count threads", unindexScript, []string{ownerKey(t.Owner)}, dead...); err != nil {
+			return err
+		}
+	}
+	if len(ids)-len(dead) < r.opts.MaxThreads {
+		return nil
+	}
+	if err := r.DeleteThread(ctx, t.ID, t.Owner); err != nil {
+		return err
+	}
+	return fmt.Errorf("store: principal owns %d threads: %w", r.opts.MaxThreads, ErrQuotaExceeded)
+}

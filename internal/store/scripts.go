@@ -206,7 +206,8 @@ return ok()
 // turn events, history; ARGV 1 principal, 2 elicitation id, 3 token, 4 lock_ttl_ms,
 // 5 turn id, 6 events_ttl_ms, 7 start event count (0 or 1), 8-10 its id,
 // name, data, then the window: its default, then processor and window pairs.
-// Returns NOTFOUND | BUSY | CONSUMED | EXPIRED [+ 'first'] | UNKNOWN
+// Returns NOTFOUND | BUSY (another turn, or another answer's live claim)
+// | CONSUMED | EXPIRED [+ 'first'] | UNKNOWN
 // | OK + thread + pending JSON + window messages. A claim on this
 // elicitation held by ARGV token was taken by a first run of this call, which
 // answered OK; so does the repeat.
@@ -220,8 +221,9 @@ if p[1] and p[1] == id then
   local held = redis.call('GET', KEYS[2])
   if held then
     local token, claim = lock_parts(held)
-    if claim == id and token ~= ARGV[3] then return {'CONSUMED'} end
-    if claim ~= id then return {'BUSY'} end
+    -- A live claim is an answer in progress, not a consumed elicitation:
+    -- if its instance dies, the claim lapses with the lock's lease.
+    if claim ~= id or token ~= ARGV[3] then return {'BUSY'} end
   else
     redis.call('SET', KEYS[2], ARGV[3] .. '|' .. id .. '|' .. ARGV[5] .. '|' .. now_ms() .. '||', 'PX', ARGV[4])
     if ARGV[5] ~= '' then
@@ -404,4 +406,38 @@ if not owned_thread(KEYS[1], ARGV[1]) then return {'NOTFOUND'} end
 local more, page = hist_page(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[2]), ARGV[3])
 if not more then return {'BADCURSOR'} end
 return append_all({'OK', more}, page)
+`)
+
+// renewScript: KEYS lock, turn events; ARGV 1 token, 2 lease_ms,
+// 3 events_ttl_ms. Returns LOCKLOST | OK.
+// The running turn's lease is extended, and its event log with it, only
+// while the token still holds the lock: a lease that lapsed and was taken
+// over stays lost.
+var renewScript = newScript(`
+local held = redis.call('GET', KEYS[1])
+if not held then return {'LOCKLOST'} end
+local token = lock_parts(held)
+if token ~= ARGV[1] then return {'LOCKLOST'} end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]) + tonumber(ARGV[3]))
+end
+return {'OK'}
+`)
+
+// quotaScript: KEYS a principal's thread index; ARGV max threads.
+// Returns OK when it lists fewer, else FULL + every listed thread ID (some
+// may be dead: the caller checks them).
+var quotaScript = newScript(`
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then return {'OK'} end
+return append_all({'FULL'}, redis.call('ZRANGE', KEYS[1], 0, -1))
+`)
+
+// existsScript: KEYS a thread hash. Returns 1 when it exists, else 0.
+var existsScript = newScript(`return redis.call('EXISTS', KEYS[1])`)
+
+// unindexScript: KEYS a principal's thread index; ARGV thread IDs to drop.
+var unindexScript = newScript(`
+redis.call('ZREM', KEYS[1], unpack(ARGV))
+return {'OK'}
 `)

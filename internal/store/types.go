@@ -23,8 +23,8 @@ var (
 	// ErrElicitationNotFound: no elicitation with that ID was ever issued on
 	// the thread.
 	ErrElicitationNotFound = errors.New("elicitation not found")
-	// ErrElicitationConsumed: the elicitation was already answered, or an
-	// answer to it is being processed right now.
+	// ErrElicitationConsumed: the elicitation was already answered (its
+	// answer committed). An answer still being processed is ErrBusy.
 	ErrElicitationConsumed = errors.New("elicitation already consumed")
 	// ErrElicitationExpired: the elicitation was issued but its pending state
 	// expired before it was answered.
@@ -32,8 +32,9 @@ var (
 	// ErrUnknownCursor: a history page was asked for before a message ID the
 	// thread does not hold.
 	ErrUnknownCursor = errors.New("unknown history cursor")
-	// ErrLockLost: a commit or release named a lock token that no longer holds
-	// the thread's lock (it expired); nothing was written.
+	// ErrLockLost: a commit, release or renewal named a lock token that no
+	// longer holds the thread's lock (its lease lapsed, and another turn may
+	// hold it now); nothing was written.
 	ErrLockLost = errors.New("turn lock lost")
 	// ErrUnavailable: the backing store cannot be reached, cannot serve right
 	// now, or refuses this client's credentials or permissions.
@@ -47,6 +48,9 @@ var (
 	// ErrFull: the embedded store holds Options.MemoryMaxBytes of data; it
 	// takes no new thread or turn until threads expire or are deleted.
 	ErrFull = errors.New("store full")
+	// ErrQuotaExceeded: the principal already owns Options.MaxThreads live
+	// threads.
+	ErrQuotaExceeded = errors.New("thread quota exceeded")
 )
 
 // Bounds of a thread's metadata (SPEC §12).
@@ -306,6 +310,9 @@ type Options struct {
 	// its own maxmemory); when it is reached, new threads and turns get
 	// ErrFull.
 	MemoryMaxBytes int64
+	// MaxThreads caps the live threads one principal owns; CreateThread
+	// beyond it returns ErrQuotaExceeded.
+	MaxThreads int
 	// IdempotencyTTL is how long an idempotency record is replayed.
 	IdempotencyTTL time.Duration
 	// TurnEventsTTL is how long a turn's event log outlives the turn.
@@ -329,6 +336,7 @@ var DefaultOptions = Options{
 	HistoryMax:      1000,
 	HistoryMaxBytes: 16 << 20,
 	MemoryMaxBytes:  256 << 20,
+	MaxThreads:      10000,
 	IdempotencyTTL:  24 * time.Hour,
 	TurnEventsTTL:   10 * time.Minute,
 	WaitTimeout:     time.Second,

@@ -30,6 +30,9 @@ type Store interface {
 	CommitTurn(ctx context.Context, c store.Commit) error
 	// Release aborts a begun turn, writing only its last events: store.ErrLockLost.
 	Release(ctx context.Context, r store.ReleaseTurn) error
+	// RenewLock extends a running turn's lock lease: store.ErrLockLost when
+	// the lease lapsed and the thread may have been taken over.
+	RenewLock(ctx context.Context, threadID, lockToken, turnID string, ttl time.Duration) error
 	// AppendTurnEvents adds events to a running turn's log.
 	AppendTurnEvents(ctx context.Context, threadID, turnID string, events []store.TurnEvent) error
 	// TurnEvents reads a turn's log after an event ID, waiting up to wait
@@ -56,7 +59,15 @@ type Config struct {
 	HistoryWindow int
 	// FlushEvery spaces the writes of a streamed turn's deltas to its log.
 	FlushEvery time.Duration
+	// LockLease is the term of a turn's lock, renewed every third of it
+	// while the turn runs: a crashed instance, or a Redis that restarted
+	// and lost the renewals, frees the thread within one lease instead of
+	// the turn timeout.
+	LockLease time.Duration
 }
+
+// DefaultLockLease is CHATD_LOCK_LEASE's default (SPEC §11).
+const DefaultLockLease = 10 * time.Second
 
 // DefaultFlushEvery batches a streamed turn's logged deltas: at most one
 // store round trip per 50 ms of streaming (SPEC §12).
@@ -102,6 +113,9 @@ func New(d Deps) *Engine {
 	}
 	if e.cfg.FlushEvery <= 0 {
 		e.cfg.FlushEvery = DefaultFlushEvery
+	}
+	if e.cfg.LockLease <= 0 {
+		e.cfg.LockLease = DefaultLockLease
 	}
 	e.windows = e.processors.Windows(e.cfg.HistoryWindow)
 	return e
@@ -178,7 +192,7 @@ func (e *Engine) Begin(ctx context.Context, p Plain) (*Turn, error) {
 	start := Start{ThreadID: p.ThreadID, TurnID: blocks.NewID(), MessageID: blocks.NewID(), UserMessageID: p.Message.ID}
 	begun, err := e.store.BeginTurn(ctx, store.BeginTurn{
 		ThreadID: p.ThreadID, Principal: p.Principal, IdempotencyKey: p.IdempotencyKey,
-		LockTTL: e.cfg.TurnTimeout, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
+		LockTTL: e.cfg.LockLease, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
 		Turn: e.turnBegin(start, p.Fingerprint),
 	})
 	var running *store.RunningError
@@ -231,7 +245,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 	start := Start{ThreadID: a.ThreadID, TurnID: blocks.NewID(), MessageID: blocks.NewID(), UserMessageID: userMsgID}
 	begun, err := e.store.BeginResume(ctx, store.BeginResume{
 		ThreadID: a.ThreadID, Principal: a.Principal, ElicitationID: a.ElicitationID,
-		LockTTL: e.cfg.TurnTimeout, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
+		LockTTL: e.cfg.LockLease, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
 		Turn: e.turnBegin(start, ""),
 	})
 	if expired := (*store.ExpiredError)(nil); errors.As(err, &expired) && expired.First {
@@ -283,6 +297,9 @@ func (t *Turn) Run(ctx context.Context, stream bool, sink func(Event)) {
 	startData, _ := blocks.Marshal(t.Start)
 	sink(Event{ID: 1, Kind: EventStart, Start: t.Start, Data: startData})
 
+	// The lease is renewed while the processor runs; if it is lost, the
+	// processor is stopped, since its commit would be refused anyway.
+	leaseCtx, lost := t.keepLease(ctx)
 	rec := newRecorder(e.store, e.log, thread.ID, t.Start.TurnID, stream, e.cfg.FlushEvery)
 	seq := &sequence{last: 1}
 	emit := func(d processor.Delta) {
@@ -302,13 +319,24 @@ func (t *Turn) Run(ctx context.Context, stream bool, sink func(Event)) {
 		})
 	}
 
-	out, err := t.invoke(ctx, emit)
+	out, err := t.invoke(leaseCtx, emit)
+	leaseErr := lost()
+	if leaseErr != nil {
+		err = leaseErr
+	}
 	id := seq.close()
 	logged := rec.stop()
 	var commit store.Commit
 	var result encodedResult
 	if err == nil {
 		commit, result, err = t.buildCommit(out)
+	}
+	if leaseErr != nil {
+		// Another turn may hold the thread now: nothing is written, and the
+		// client hears it as the store's failure (503), not the processor's.
+		e.obs.TurnEnded(thread.Processor, StatusFailed)
+		sink(t.lost(ctx, leaseErr, id))
+		return
 	}
 	if err != nil {
 		sink(t.fail(ctx, err, id, logged))
@@ -448,3 +476,47 @@ func (e *Engine) Follow(ctx context.Context, threadID, principal, turnID string,
 // followWait bounds one wait for a followed turn's next events, so a follow
 // notices its client leaving or the log expiring.
 const followWait = 5 * time.Second
+
+// keepLease renews the turn's lock every third of the lease until stop is
+// called. The returned context is cancelled when the lease is lost (taken
+// over after it lapsed); stop returns that error (store.ErrLockLost), or nil.
+// A renewal that fails because the store is unreachable is retried: the
+// lease may yet be renewed in time, and if not the commit is refused.
+func (t *Turn) keepLease(ctx context.Context) (context.Context, func() error) {
+	lease := t.e.cfg.LockLease
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			rctx, rcancel := context.WithTimeout(ctx, lease/3)
+			err := t.e.store.RenewLock(rctx, t.begun.Thread.ID, t.begun.LockToken, t.Start.TurnID, lease)
+			rcancel()
+			if errors.Is(err, store.ErrLockLost) {
+				cancel(err)
+				return
+			}
+			if err != nil && ctx.Err() == nil {
+				t.e.log.Warn("renewing a turn's lock lease", "thread_id", t.begun.Thread.ID, "error", err.Error())
+			}
+		}
+	}()
+	return ctx, func() error {
+		close(done)
+		<-stopped
+		err := context.Cause(ctx)
+		cancel(nil)
+		if errors.Is(err, store.ErrLockLost) {
+			return err
+		}
+		return nil
+	}
+}

@@ -33,8 +33,8 @@ func (t *Turn) invoke(ctx context.Context, emit processor.Emit) (processor.Outpu
 	return invoke(procCtx, proc, t.input, emit)
 }
 
-// processorBudget leaves the commit a moment inside the lock's TTL, so a
-// processor that uses its whole timeout still commits before the lock lapses.
+// processorBudget leaves the commit a moment inside the turn timeout, so a
+// turn that uses its whole budget still ends within it.
 func (e *Engine) processorBudget() time.Duration {
 	margin := min(e.cfg.TurnTimeout/10, 2*time.Second)
 	return e.cfg.TurnTimeout - margin

@@ -54,9 +54,22 @@ func (g gated) Process(ctx context.Context, _ processor.Input, emit processor.Em
 	return processor.Output{Text: "First half, second half."}, nil
 }
 
+// chatdOption changes a test chatd.
+type chatdOption func(*api.Deps, map[string]processor.Processor)
+
+// withGate adds the gated processor, released by closing gate.
+func withGate(gate chan struct{}) chatdOption {
+	return func(_ *api.Deps, procs map[string]processor.Processor) { procs["gated"] = gated{open: gate} }
+}
+
+// withElicitationTTL makes questions expire after d.
+func withElicitationTTL(d time.Duration) chatdOption {
+	return func(deps *api.Deps, _ map[string]processor.Processor) { deps.Config.ElicitationTTL = d }
+}
+
 // newTestChatd serves the API and the page, with the demo processor pausing
-// delay between streamed chunks, echo, and gated (when gate is not nil).
-func newTestChatd(tb testing.TB, auth api.Authenticator, delay time.Duration, gate ...chan struct{}) *httptest.Server {
+// delay between streamed chunks, and echo.
+func newTestChatd(tb testing.TB, auth api.Authenticator, delay time.Duration, opts ...chatdOption) *httptest.Server {
 	tb.Helper()
 	st := store.NewMemory(store.Options{ThreadTTL: time.Hour, HistoryMax: 1000, IdempotencyTTL: time.Hour})
 	tb.Cleanup(func() { _ = st.Close() })
@@ -64,8 +77,9 @@ func newTestChatd(tb testing.TB, auth api.Authenticator, delay time.Duration, ga
 		"demo": demo.NewWithDelay(delay),
 		"echo": echo.New(),
 	}
-	for _, g := range gate {
-		procs["gated"] = gated{open: g}
+	deps := api.Deps{Store: st, Auth: auth}
+	for _, opt := range opts {
+		opt(&deps, procs)
 	}
 	reg, err := processor.NewRegistry(procs, "demo")
 	require.NoError(tb, err)
@@ -73,7 +87,8 @@ func newTestChatd(tb testing.TB, auth api.Authenticator, delay time.Duration, ga
 	require.NoError(tb, err)
 	renderer, err := render.New(render.Options{EntityURLTemplate: testEntityURL})
 	require.NoError(tb, err)
-	srv := httptest.NewServer(api.NewServer(api.Deps{Store: st, Processors: reg, Auth: auth, UI: page, Renderer: renderer}))
+	deps.Processors, deps.UI, deps.Renderer = reg, page, renderer
+	srv := httptest.NewServer(api.NewServer(deps))
 	tb.Cleanup(srv.Close)
 	return srv
 }
@@ -352,7 +367,7 @@ func TestDemoConversation(t *testing.T) {
 // rest as it comes, and ends with the whole reply once.
 func TestReloadMidStream(t *testing.T) {
 	gate := make(chan struct{})
-	srv := newTestChatd(t, nil, 0, gate)
+	srv := newTestChatd(t, nil, 0, withGate(gate))
 	requireReattach(t, srv)
 	tab := newTab(t, srv)
 	tab.open(t)
@@ -372,6 +387,94 @@ func TestReloadMidStream(t *testing.T) {
 	tab.open(t)
 	tab.waitReply(t, "First half, second half.")
 	assert.Equal(t, 2, eval[int](t, tab, `document.querySelectorAll('#messages > li').length`))
+	tab.checkQuiet(t)
+}
+
+// everyKind is an elicitation with every field kind SPEC §4 allows, widget
+// hints among them (one the page knows, one it does not).
+const everyKind = `{"message": "Tell me everything", "requestedSchema": {"type": "object", "properties": {
+	"name": {"type": "string", "title": "Name", "minLength": 2, "maxLength": 20, "default": "Ana"},
+	"site": {"type": "string", "title": "Website", "format": "uri"},
+	"meet": {"type": "string", "title": "Meeting time", "format": "date-time"},
+	"day": {"type": "string", "title": "Day", "format": "date"},
+	"mail": {"type": "string", "title": "Email", "format": "email"},
+	"ratio": {"type": "number", "title": "Ratio", "minimum": 0, "maximum": 1},
+	"count": {"type": "integer", "title": "Count", "minimum": 1, "maximum": 9, "default": 3},
+	"ok": {"type": "boolean", "title": "OK", "default": false},
+	"color": {"type": "string", "title": "Color", "enum": ["red", "green"], "enumNames": ["Red", "Green"]},
+	"size": {"type": "string", "title": "Size", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}], "default": "l"},
+	"tags": {"type": "array", "title": "Tags", "items": {"type": "string", "enum": ["a", "b", "c"]}, "maxItems": 2},
+	"node": {"type": "string", "title": "Article"}},
+	"required": ["name", "count"]},
+	"_meta": {"drupal.org/ai.widgets": {"node": {"widget": "entity_autocomplete", "target_type": "node"}, "name": {"widget": "no_such_widget"}}}}`
+
+// TestEveryFieldKind answers a form with every field kind through the page;
+// echo replies with exactly the answer it received.
+func TestEveryFieldKind(t *testing.T) {
+	srv := newTestChatd(t, nil, 0)
+	tab := newTab(t, srv)
+	tab.open(t)
+	tab.do(t, chromedp.SetValue(chromedp.CSS("#processor"), "echo"))
+	tab.send(t, "/elicit "+strings.Join(strings.Fields(everyKind), " "))
+	form := `#pending form.elicitation`
+	tab.waitJS(t, "the form", `document.querySelector('`+form+`')`)
+	assertLabelled(t, tab)
+
+	types := eval[map[string]string](t, tab, `Object.fromEntries([...document.querySelectorAll('`+form+` .field')].map((f) => {
+		const c = f.querySelector('input, select, textarea');
+		return [f.dataset.field, c.tagName.toLowerCase() + ':' + (c.type || '')];
+	}))`)
+	assert.Equal(t, map[string]string{
+		"name": "input:text", "site": "input:url", "meet": "input:datetime-local", "day": "input:date",
+		"mail": "input:email", "ratio": "input:number", "count": "input:number", "ok": "input:checkbox",
+		"color": "select:select-one", "size": "select:select-one", "tags": "input:checkbox", "node": "input:text",
+	}, types)
+	assert.Equal(t, "Ana", eval[string](t, tab, `document.querySelector('`+form+` [data-field="name"] input').value`), "string default")
+	assert.Equal(t, "l", eval[string](t, tab, `document.querySelector('`+form+` [data-field="size"] select').value`), "select default")
+	assert.Equal(t, []string{"(none)", "Red", "Green"}, eval[[]string](t, tab, `[...document.querySelectorAll('`+form+` [data-field="color"] option')].map((o) => o.textContent)`))
+	assert.Equal(t, "any", eval[string](t, tab, `document.querySelector('`+form+` [data-field="ratio"] input').step`))
+	assert.Equal(t, "1", eval[string](t, tab, `document.querySelector('`+form+` [data-field="count"] input').step`))
+	assert.Equal(t, "Search node…", eval[string](t, tab, `document.querySelector('`+form+` [data-field="node"] input').placeholder`))
+
+	tab.do(t,
+		chromedp.SetValue(chromedp.CSS(form+` [data-field="site"] input`), "https://example.com/x"),
+		chromedp.SetValue(chromedp.CSS(form+` [data-field="meet"] input`), "2026-12-03T10:30"),
+		chromedp.SetValue(chromedp.CSS(form+` [data-field="day"] input`), "2026-12-04"),
+		chromedp.SetValue(chromedp.CSS(form+` [data-field="mail"] input`), "a@example.com"),
+		chromedp.SetValue(chromedp.CSS(form+` [data-field="ratio"] input`), "0.5"),
+		chromedp.Click(chromedp.CSS(form+` [data-field="ok"] input`)),
+		chromedp.SetValue(chromedp.CSS(form+` [data-field="color"] select`), "green"),
+		chromedp.Click(chromedp.CSS(form+` [data-field="tags"] input[value="a"]`)),
+		chromedp.Click(chromedp.CSS(form+` [data-field="tags"] input[value="c"]`)),
+		chromedp.SetValue(chromedp.CSS(form+` [data-field="node"] input`), "42"),
+	)
+	meetUTC := eval[string](t, tab, `new Date('2026-12-03T10:30').toISOString()`)
+	tab.do(t, chromedp.Click(chromedp.CSS(form+` button[type="submit"]`)))
+	tab.waitReply(t, `{"action":"accept"`)
+	reply := eval[string](t, tab, `document.querySelector('`+lastAssistant+` .msg-text').textContent`)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(reply), &got))
+	assert.Equal(t, map[string]any{"action": "accept", "content": map[string]any{
+		"name": "Ana", "site": "https://example.com/x", "meet": meetUTC, "day": "2026-12-04", "mail": "a@example.com",
+		"ratio": 0.5, "count": 3.0, "ok": true, "color": "green", "size": "l", "tags": []any{"a", "c"}, "node": "42",
+	}}, got)
+	tab.checkQuiet(t)
+}
+
+// TestExpiry shows a question's expiry and, once it has passed, lets the
+// user go on without answering.
+func TestExpiry(t *testing.T) {
+	srv := newTestChatd(t, nil, 0, withElicitationTTL(2*time.Second))
+	tab := newTab(t, srv)
+	tab.open(t)
+	tab.send(t, "delete")
+	tab.waitJS(t, "the confirm dialog", `document.getElementById('confirm-dialog').open`)
+	assert.Contains(t, eval[string](t, tab, `document.getElementById('confirm-expiry').textContent`), "Expires at")
+	tab.waitJS(t, "the expiry", `document.getElementById('confirm-expiry').textContent === 'This question has expired.'`)
+	assert.True(t, eval[bool](t, tab, `document.getElementById('confirm-yes').disabled`))
+	tab.do(t, chromedp.Click(chromedp.CSS("#confirm-cancel")))
+	tab.send(t, "help")
+	tab.waitReply(t, "Here is what I can show you")
 	tab.checkQuiet(t)
 }
 
@@ -476,6 +579,10 @@ func TestXSSCorpus(t *testing.T) {
 	assert.Empty(t, found)
 	assert.Equal(t, "<script>alert('xss')</script>", eval[string](t, tab, `document.querySelector('#messages .msg-user .msg-text').textContent`))
 	assert.Equal(t, 1, eval[int](t, tab, `document.scripts.length`), "only the page's own script")
+	// What is safe is still shown: the PNG as an image, https and mailto as links.
+	assert.Positive(t, eval[int](t, tab, `document.querySelectorAll('#messages img[src^="data:image/png;base64,"]').length`))
+	assert.Positive(t, eval[int](t, tab, `document.querySelectorAll('#messages a[href^="mailto:"]').length`))
+	assert.Zero(t, eval[int](t, tab, `document.querySelectorAll('#messages img:not([src^="data:image/png"])').length`), "no SVG or HTML as an image")
 	tab.checkQuiet(t)
 }
 

@@ -36,7 +36,10 @@ const (
 // Error) and not concurrently; write receives each event's JSON, one SSE
 // data line.
 type Run struct {
-	write    func(data []byte)
+	write func(data []byte)
+	// scratch is reused for the events built by hand (text content): write
+	// must not keep the data it is given.
+	scratch  []byte
 	threadID string
 	runID    string
 
@@ -49,7 +52,8 @@ type Run struct {
 	ended    bool
 }
 
-// NewRun returns a Run for the input's threadId and runId.
+// NewRun returns a Run for the input's threadId and runId, writing to
+// write, which must copy what it keeps of each event.
 func NewRun(write func(data []byte), threadID, runID string) *Run {
 	return &Run{write: write, threadID: threadID, runID: runID}
 }
@@ -147,12 +151,19 @@ func (r *Run) Delta(text string, meta map[string]any) {
 		r.textOpen = true
 		r.event(textEvent{Type: TextMessageStart, MessageID: r.messageID, Role: "assistant"})
 	}
-	ev := textEvent{Type: TextMessageContent, MessageID: r.messageID, Delta: text}
-	if len(meta) > 0 {
-		ev.Metadata = map[string]any{"_meta": meta}
-	}
-	r.event(ev)
 	r.streamed = true
+	if len(meta) > 0 {
+		r.event(textEvent{Type: TextMessageContent, MessageID: r.messageID, Delta: text, Metadata: map[string]any{"_meta": meta}})
+		return
+	}
+	// Content events are most of a run: built by hand, without an encoder
+	// each.
+	b := append(r.scratch[:0], `{"type":"TEXT_MESSAGE_CONTENT","messageId":`...)
+	b = blocks.AppendString(b, r.messageID)
+	b = append(b, `,"delta":`...)
+	b = blocks.AppendString(b, text)
+	r.scratch = append(b, '}')
+	r.write(r.scratch)
 }
 
 func (r *Run) closeText() {

@@ -27,6 +27,9 @@ var Done = []byte("[DONE]")
 // concurrently; write receives each part's JSON, one SSE data line.
 type Stream struct {
 	write func(data []byte)
+	// scratch is reused for the parts built by hand (text deltas): write
+	// must not keep the data it is given.
+	scratch []byte
 	// continues is the UI message an answer's reply continues.
 	continues string
 
@@ -39,7 +42,8 @@ type Stream struct {
 	ended    bool
 }
 
-// NewStream returns a Stream writing to write. continues, when set, is the
+// NewStream returns a Stream writing to write, which must copy what it
+// keeps of each part. continues, when set, is the
 // ID of the UI message the turn's reply continues (the paused message an
 // answer resumes); otherwise the reply is a new message with the assistant
 // message's ID.
@@ -133,15 +137,23 @@ func (s *Stream) Delta(text string, meta map[string]any) {
 		return
 	}
 	s.openText()
-	p := textPart{Type: "text-delta", ID: s.start.MessageID, Delta: &text}
-	if len(meta) > 0 {
-		p.ProviderMetadata = &providerMetaMap{}
-		p.ProviderMetadata.Chatd.Meta = meta
-	}
-	s.part(p)
 	if text != "" {
 		s.streamed = true
 	}
+	if len(meta) > 0 {
+		delta := text // a copy, so text itself does not escape on the fast path
+		p := textPart{Type: "text-delta", ID: s.start.MessageID, Delta: &delta, ProviderMetadata: &providerMetaMap{}}
+		p.ProviderMetadata.Chatd.Meta = meta
+		s.part(p)
+		return
+	}
+	// Deltas are most of a stream: built by hand, without an encoder each.
+	b := append(s.scratch[:0], `{"type":"text-delta","id":`...)
+	b = blocks.AppendString(b, s.start.MessageID)
+	b = append(b, `,"delta":`...)
+	b = blocks.AppendString(b, text)
+	s.scratch = append(b, '}')
+	s.write(s.scratch)
 }
 
 func (s *Stream) openText() {

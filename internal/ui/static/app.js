@@ -577,6 +577,7 @@
   async function send(text) {
     text = String(text || '').trim();
     if (!text || state.busy) return;
+    if (state.pending && pendingExpired()) clearPending();
     if (state.pending) { setStatus('Answer the question first (or cancel it).'); return; }
     setBusy(true);
     try {
@@ -765,12 +766,16 @@
     return `Expires at ${at.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })} (in ${inText}).`;
   }
 
+  function pendingExpired() {
+    const at = state.pending && state.pending.expiresAt;
+    return !!at && !isNaN(at) && at <= Date.now();
+  }
+
   function tickExpiry() {
     if (!state.pending) return;
     const text = expiryText();
     for (const id of ['form-expiry', 'confirm-expiry']) { const n = $(id); if (n) n.textContent = text; }
-    const expired = state.pending.expiresAt && state.pending.expiresAt <= Date.now();
-    if (expired) {
+    if (pendingExpired()) {
       clearInterval(state.expiryTimer);
       for (const b of document.querySelectorAll('#pending button[type="submit"], #confirm-yes, #confirm-no')) b.disabled = true;
       $('input').disabled = false;
