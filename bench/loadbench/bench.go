@@ -24,6 +24,7 @@ import (
 // the servers started so far (stopped by close).
 type bench struct {
 	cfg     config
+	bin     string // redis-server
 	redis   *redistest.Process
 	rdb     *redis.Client
 	http    *http.Client
@@ -44,7 +45,7 @@ func newBench(ctx context.Context, cfg config) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{cfg: cfg, redis: srv, http: newHTTPClient(cfg.concurrency)}
+	b := &bench{cfg: cfg, bin: bin, redis: srv, http: newHTTPClient(cfg.concurrency)}
 	b.closers = append(b.closers, srv.Stop)
 	b.rdb = b.newRedisClient()
 	b.closers = append(b.closers, func() { _ = b.rdb.Close() })

@@ -12,6 +12,7 @@ import (
 	"chatd/internal/api"
 	"chatd/internal/blocks"
 	"chatd/internal/ratelimit"
+	"chatd/internal/redistest"
 	"chatd/internal/store"
 )
 
@@ -152,6 +153,13 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		}
 	}
 
+	// 7: the same turn on a Cluster of three masters with a replica each,
+	// without and with WAIT 1, interleaved with the one-node turn of row 2.
+	cluster, err := b.measureCluster(ctx, n, ops["2"])
+	if err != nil {
+		return nil, fmt.Errorf("row 7: %w", err)
+	}
+
 	// 4: elicitation round trips on Redis, each on the worker's own thread.
 	elicitThreads, err := threads(ctx, redisC, b.cfg.concurrency)
 	if err != nil {
@@ -232,7 +240,53 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 			ratio: ratio(r6d.throughput(), r6.throughput()), ratioIs: "req/s ÷ native SSE (6b); goal ≥ 0.9"},
 	)
 	rows = append(rows, turnLog...)
+	rows = append(rows, cluster...)
 	return rows, nil
+}
+
+// measureCluster is row 7: echo turns on a Redis Cluster of three masters
+// with a replica each (all on this machine), with CHATD_REDIS_WAIT_REPLICAS
+// 0 and 1, measured interleaved with single, the one-node turn of row 2,
+// whose throughput in the same rounds is their baseline.
+func (b *bench) measureCluster(ctx context.Context, n int, single op) ([]row, error) {
+	c, err := redistest.LaunchCluster(ctx, redistest.ClusterOptions{Bin: b.bin})
+	if err != nil {
+		return nil, err
+	}
+	b.closers = append(b.closers, c.Stop)
+	url := fmt.Sprintf("%s?pool_size=%d", c.URL(), 2*b.cfg.concurrency+4)
+	var ops []op
+	for _, wait := range []int{0, 1} {
+		st, err := store.OpenRedis(url, store.Options{WaitReplicas: wait})
+		if err != nil {
+			return nil, err
+		}
+		b.closers = append(b.closers, func() { _ = st.Close() })
+		h, err := newChatd(st, api.DefaultConfig, b.cfg.readHistory)
+		if err != nil {
+			return nil, err
+		}
+		cl, err := b.serve(h)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := threads(ctx, cl, b.cfg.concurrency)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, turnOp(cl, ids))
+	}
+	res, err := b.compare(ctx, n, single, ops[0], ops[1])
+	if err != nil {
+		return nil, err
+	}
+	base := res[0].throughput()
+	return []row{
+		{id: "7a", scenario: "echo turn, Redis Cluster (3 masters × 1 replica, same machine)", res: res[1],
+			ratio: ratio(res[1].throughput(), base), ratioIs: "req/s ÷ one node (2), interleaved"},
+		{id: "7b", scenario: "echo turn, Redis Cluster, CHATD_REDIS_WAIT_REPLICAS=1", res: res[2],
+			ratio: ratio(res[2].throughput(), res[1].throughput()), ratioIs: "req/s ÷ 7a: what WAIT 1 costs"},
+	}, nil
 }
 
 // elicitOp runs one elicitation round trip: a turn that pauses, then the

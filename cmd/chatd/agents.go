@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"chatd/internal/mcptools"
 	"chatd/internal/processor"
 	"chatd/internal/processor/agent"
 	"chatd/internal/processor/demo"
@@ -35,19 +36,30 @@ var builtins = map[string]func() processor.Processor{
 // envAgent is the name of the agent configured by CHATD_AGENT_* variables.
 const envAgent = "agent"
 
-func newRegistry(cfg config, logger *slog.Logger) (*processor.Registry, error) {
+// newRegistry builds the enabled processors. The MCP servers of the agents
+// file get clients in tools, which the caller closes on shutdown; relay
+// reaches the other instances (for answers to a server's question held on
+// one of them).
+func newRegistry(cfg config, logger *slog.Logger, relay mcptools.Relay) (reg *processor.Registry, tools *mcptools.Manager, err error) {
 	// The agents file is read even when none of its agents is enabled: a
 	// bad file is a mistake to hear of now, not when someone enables it.
 	var fileAgents map[string]agent.FileAgent
 	if cfg.AgentsFile != "" {
 		f, err := agent.LoadFile(cfg.AgentsFile, os.Getenv)
 		if err != nil {
-			return nil, fmt.Errorf("CHATD_AGENTS_FILE: %w", err)
+			return nil, nil, fmt.Errorf("CHATD_AGENTS_FILE: %w", err)
 		}
+		tools = mcptools.New(f.MCPServers, mcptools.Options{Relay: relay, HoldTTL: cfg.ElicitationTTL, Logger: logger})
+		defer func() {
+			if err != nil {
+				_ = tools.Close()
+				tools = nil
+			}
+		}()
 		fileAgents = map[string]agent.FileAgent{}
 		for i, a := range f.Agents {
 			if _, taken := builtins[a.Name]; taken || a.Name == envAgent {
-				return nil, fmt.Errorf("CHATD_AGENTS_FILE: %s:%d: agents[%d].name: %q is the name of a built-in processor",
+				return nil, nil, fmt.Errorf("CHATD_AGENTS_FILE: %s:%d: agents[%d].name: %q is the name of a built-in processor",
 					cfg.AgentsFile, a.Line, i, a.Name)
 			}
 			fileAgents[a.Name] = a
@@ -65,24 +77,23 @@ func newRegistry(cfg config, logger *slog.Logger) (*processor.Registry, error) {
 		} else if name == envAgent {
 			p, err = cfg.envAgent()
 		} else if fa, ok := fileAgents[name]; ok {
-			if len(fa.MCP) > 0 {
-				logger.Warn("this chatd does not run MCP servers yet; the agent runs without their tools",
-					"processor", name, "mcp_servers", fa.MCP)
+			for _, server := range fa.MCP {
+				fa.Config.Tools = append(fa.Config.Tools, tools.Server(server))
 			}
 			p, err = agent.New(fa.Config)
 		} else {
-			return nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q (built-ins: agent, demo, echo; or an agent of CHATD_AGENTS_FILE)", name)
+			return nil, nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q (built-ins: agent, demo, echo; or an agent of CHATD_AGENTS_FILE)", name)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("processor %q: %w", name, err)
+			return nil, nil, fmt.Errorf("processor %q: %w", name, err)
 		}
 		enabled[name] = p
 	}
-	reg, err := processor.NewRegistry(enabled, cfg.DefaultProcessor)
+	reg, err = processor.NewRegistry(enabled, cfg.DefaultProcessor)
 	if err != nil {
-		return nil, fmt.Errorf("CHATD_PROCESSORS, CHATD_DEFAULT_PROCESSOR: %w", err)
+		return nil, nil, fmt.Errorf("CHATD_PROCESSORS, CHATD_DEFAULT_PROCESSOR: %w", err)
 	}
-	return reg, nil
+	return reg, tools, nil
 }
 
 // envAgent builds the agent of the CHATD_AGENT_* variables.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"chatd/internal/api"
+	"chatd/internal/mcptools"
 	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/serve"
@@ -57,10 +58,6 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	registry, err := newRegistry(cfg, logger)
-	if err != nil {
-		return err
-	}
 	auth, err := newAuth(cfg)
 	if err != nil {
 		return err
@@ -70,6 +67,20 @@ func run(ctx context.Context, logOut io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	// With Redis, the instances reach each other through it.
+	var relay mcptools.Relay = store.NewLocalBus()
+	if r, ok := st.(mcptools.Relay); ok {
+		relay = r
+	}
+	registry, mcpTools, err := newRegistry(cfg, logger, relay)
+	if err != nil {
+		return err
+	}
+	if mcpTools != nil {
+		// Closed after the turns drained (defers run last in, first out):
+		// calls still held for an answer are answered cancel.
+		defer mcpTools.Close()
+	}
 	// A store that is not reachable yet is no reason to refuse to start (it
 	// may come up later), but the operator should hear of it now.
 	pingCtx, cancelPing := context.WithTimeout(ctx, 2*time.Second)

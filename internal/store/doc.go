@@ -52,13 +52,16 @@
 //	                        create and of the latest commit), bytes (size
 //	                        of the history's JSON, against HistoryMaxBytes),
 //	                        hfirst (oldest history position kept), hmax
-//	                        (greatest message ID so far)
-//	chatd:{T}:history       hash: the messages' JSON in chunks of 32
-//	                        positions, newline-separated, with each chunk's
-//	                        running greatest ID and the positions of IDs
-//	                        minted out of order (see historyLua in
-//	                        history.go); about 1.1× the JSON, against 2.1×
-//	                        for a sorted set plus a hash entry per message
+//	                        (greatest message ID so far), hooo (IDs out of
+//	                        order)
+//	chatd:{T}:history       hash: the messages' JSON, sealed 32 positions
+//	                        to a field, newline-separated, with each
+//	                        chunk's greatest ID and record lengths; the
+//	                        newest 64–95 messages one to a field with their
+//	                        position by ID; positions of IDs minted out of
+//	                        order (see historyLua in history.go). About 1.1×
+//	                        the JSON, against 2.1× for a sorted set plus a
+//	                        hash entry per message
 //	chatd:{T}:pending       hash: id, data (JSON: request, base64 state,
 //	                        expires_at ms); expires at the elicitation's expiry
 //	chatd:{T}:elicitations  hash: elicitation ID → "issued" | "consumed"

@@ -1,40 +1,61 @@
 package store
 
+import (
+	"bytes"
+	"errors"
+)
+
 // historyLua lays out and reads a thread's history in Redis. It is part of
-// every script (see luaHelpers), so each script reads and writes history
+// every script (see newScript), so each script reads and writes history
 // through these functions only.
 //
-// Layout (KEYS: the thread hash T and the history hash H):
+// Layout (KEYS: the thread hash T and the history hash H), positions counted
+// from 1 in commit order, in chunks of 32:
 //
-//	H "<c>"     chunk c: the JSON of history positions c*32+1 … c*32+32
-//	            still kept, each followed by "\n" (encoding/json never
-//	            writes a raw newline), oldest first
-//	H "x<c>"    the greatest message ID (byte order) among positions 1 …
-//	            the end of chunk c: never decreasing from chunk to chunk
+//	H "<c>"     sealed chunk c (positions c*32+1 … c*32+32): their JSON,
+//	            each followed by "\n" (encoding/json never writes a raw
+//	            newline); never rewritten, so records trimmed since stay
+//	            until the whole chunk is
+//	H "x<c>"    "<greatest ID up to the chunk's end>|<len>,<len>,…": the
+//	            greatest message ID in byte order over the kept positions up
+//	            to c*32+32 (never decreasing from chunk to chunk), then each
+//	            record's length
+//	H "p<pos>"  the JSON of a position not yet sealed: the newest 64 to 95
+//	H "i:<id>"  the position of a message not yet sealed
 //	H "o:<id>"  the position of a message whose ID was not greater than
 //	            every ID before it (minted on an instance whose clock was
 //	            behind)
 //	T seq       the newest position; T hfirst the oldest kept (default 1);
-//	T hmax      the greatest ID so far; T bytes the JSON bytes kept
+//	T hmax      the greatest ID so far; T bytes the JSON bytes kept;
+//	T hooo      how many "o:" entries exist
 //
 // A message's JSON starts with {"id":"<id>" (encodeMessages checks it), so
-// records carry no ID of their own. Per message, Redis keeps its JSON, a
-// newline and a share of one hash entry per 32 messages: about 1.1 times the
-// JSON, where a sorted-set entry and a hash entry per message cost 2.1.
+// sealed records carry no ID of their own. Per message Redis keeps its JSON,
+// a newline and a share of two hash entries per 32 messages — about 1.1
+// times the JSON, where a sorted-set entry and a hash entry per message cost
+// 2.1 — plus, for the newest 64 to 95 only, two entries each.
 //
-// Positions are counted, so a window or a page is found by arithmetic and
-// read from the one to eight chunks it spans: O(page). A cursor's position
-// is its "o:" entry, or else found by binary search over the chunks' x
-// entries — UUIDv7s minted in order make the first chunk whose x is not
-// less than the ID the only one that can hold it — then a scan of that
-// chunk: O(log n) + O(32). Trimming drops whole chunks and rewrites the
-// oldest remaining one.
+// Lua copies every string it touches and a 7 KiB chunk costs microseconds
+// each time, so the newest messages stay in small fields: a commit writes
+// only those, and windows and pages of up to 64 of the newest read only
+// those. A chunk is built once, when its last position is 64 behind the
+// newest; trimming reads only the lengths in "x". Scripts return the JSON of
+// a run of records as one newline-separated string, split by splitRecords
+// in Go.
+//
+// A window or a page is found by position arithmetic and read from the
+// fields or chunks it spans: O(page). A cursor's position is its "i:" or
+// "o:" entry, or is found by binary search over the "x" entries — UUIDv7s
+// minted in order make the first chunk whose greatest ID is not less than
+// the cursor the only one that can hold it — then a look at that chunk's 32
+// record starts: O(log n).
 //
 // Threads written by the earlier layout (a sorted set chatd:{T}:msgs of
-// IDs and a hash chatd:{T}:msgdata of JSON) are converted the first time a
-// script reads or writes their history: once per thread, O(its length).
+// IDs by position and a hash chatd:{T}:msgdata of JSON) are converted the
+// first time a script reads or writes their history: once per thread,
+// O(its length).
 const historyLua = `
-local CHUNK = 32
+local CHUNK, LIVE = 32, 64
 
 -- id_less compares IDs byte by byte: Lua's < on strings follows the server's
 -- locale, which a replica need not share.
@@ -49,52 +70,83 @@ end
 
 local function chunk_of(pos) return math.floor((pos - 1) / CHUNK) end
 
--- chunk_base is the position of chunk c's first record.
-local function chunk_base(c, first) return math.max(c * CHUNK + 1, first) end
-
-local function split_records(s)
-  local out = {}
-  if not s then return out end
-  local start = 1
-  while true do
-    local nl = string.find(s, '\n', start, true)
-    if not nl then return out end
-    out[#out + 1] = string.sub(s, start, nl - 1)
-    start = nl + 1
-  end
-end
+-- sealed_end is the last position in a sealed chunk when the newest is seq.
+local function sealed_end(seq) return math.max(0, math.floor((seq - LIVE) / CHUNK) * CHUNK) end
 
 local function record_id(r) return string.match(r, '^{"id":"([^"]*)"') end
 
--- hist_state returns seq, first, greatest ID and bytes of thread key t.
+-- hist_state returns seq, first, greatest ID, bytes and out-of-order count.
 local function hist_state(t)
-  local s = redis.call('HMGET', t, 'seq', 'hfirst', 'hmax', 'bytes')
-  return tonumber(s[1]) or 0, tonumber(s[2]) or 1, s[3] or '', tonumber(s[4]) or 0
+  local s = redis.call('HMGET', t, 'seq', 'hfirst', 'hmax', 'bytes', 'hooo')
+  return tonumber(s[1]) or 0, tonumber(s[2]) or 1, s[3] or '', tonumber(s[4]) or 0, tonumber(s[5]) or 0
 end
 
--- hist_put appends records after position seq, ids[i] naming datas[i].
-local function hist_put(t, h, seq, first, top, ids, datas)
-  local c = chunk_of(seq + 1)
-  local cur = redis.call('HGET', h, tostring(c)) or ''
-  for i = 1, #ids do
-    local pc = chunk_of(seq + i)
-    if pc ~= c then
-      redis.call('HSET', h, tostring(c), cur, 'x' .. c, top)
-      c, cur = pc, ''
+-- chunk_top returns sealed chunk c's greatest ID, or nil.
+local function chunk_top(h, c)
+  local x = redis.call('HGET', h, 'x' .. c)
+  if not x then return nil end
+  return string.sub(x, 1, string.find(x, '|', 1, true) - 1)
+end
+
+-- chunk_lens returns the lengths of sealed chunk c's records.
+local function chunk_lens(h, c)
+  local x = redis.call('HGET', h, 'x' .. c)
+  local lens = {}
+  for n in string.gmatch(string.sub(x, string.find(x, '|', 1, true) + 1), '%d+') do lens[#lens + 1] = tonumber(n) end
+  return lens
+end
+
+-- Chunks read by this script run, so a lookup and the page after it pull a
+-- chunk into Lua once.
+local chunks = {}
+local function chunk(h, c)
+  if not chunks[c] then chunks[c] = redis.call('HGET', h, tostring(c)) or '' end
+  return chunks[c]
+end
+
+-- seal builds chunk c from its fields.
+local function seal(h, c)
+  local fields, index = {}, {}
+  for pos = c * CHUNK + 1, c * CHUNK + CHUNK do fields[#fields + 1] = 'p' .. pos end
+  local recs = redis.call('HMGET', h, unpack(fields))
+  local top = (c > 0 and chunk_top(h, c - 1)) or ''
+  local lens = {}
+  for i = 1, #recs do
+    -- A position trimmed before its chunk was sealed is an empty record.
+    recs[i] = recs[i] or ''
+    lens[i] = #recs[i]
+    local id = record_id(recs[i])
+    if id then
+      index[#index + 1] = 'i:' .. id
+      if id_less(top, id) then top = id end
     end
+  end
+  redis.call('HSET', h, tostring(c), table.concat(recs, '\n') .. '\n', 'x' .. c, top .. '|' .. table.concat(lens, ','))
+  redis.call('HDEL', h, unpack(fields))
+  if #index > 0 then redis.call('HDEL', h, unpack(index)) end
+end
+
+-- hist_put appends records after position seq, ids[i] naming datas[i],
+-- seals the chunks that fall behind, and returns the new greatest ID and
+-- out-of-order count.
+local function hist_put(t, h, seq, top, ooo, ids, datas)
+  for i = 1, #ids do
+    local pos = seq + i
     if id_less(top, ids[i]) then
       top = ids[i]
+      redis.call('HSET', h, 'p' .. pos, datas[i], 'i:' .. ids[i], pos)
     else
-      redis.call('HSET', h, 'o:' .. ids[i], seq + i)
+      redis.call('HSET', h, 'p' .. pos, datas[i], 'o:' .. ids[i], pos)
+      ooo = ooo + 1
     end
-    cur = cur .. datas[i] .. '\n'
   end
-  redis.call('HSET', h, tostring(c), cur, 'x' .. c, top)
-  redis.call('HSET', t, 'seq', seq + #ids, 'hfirst', first, 'hmax', top)
+  for pos = sealed_end(seq) + CHUNK, sealed_end(seq + #ids), CHUNK do seal(h, chunk_of(pos)) end
+  redis.call('HSET', t, 'seq', seq + #ids, 'hmax', top, 'hooo', ooo)
+  return top, ooo
 end
 
 -- hist_upgrade converts a thread written by the earlier layout (msgs, a
--- sorted set of IDs by position; msgdata, a hash of JSON) into chunks.
+-- sorted set of IDs by position; msgdata, a hash of JSON).
 local function hist_upgrade(t, msgs, msgdata, h)
   if redis.call('EXISTS', msgs) == 0 then return end
   local ids = redis.call('ZRANGE', msgs, 0, -1)
@@ -110,26 +162,44 @@ local function hist_upgrade(t, msgs, msgdata, h)
   local seq = tonumber(redis.call('HGET', t, 'seq')) or #keep
   local first = seq - #keep + 1
   redis.call('DEL', h)
-  if #keep > 0 then hist_put(t, h, first - 1, first, '', keep_ids, keep) end
-  redis.call('HSET', t, 'seq', seq, 'hfirst', first, 'bytes', bytes)
-  local ttl = redis.call('PTTL', t)
-  if ttl > 0 and #keep > 0 then redis.call('PEXPIRE', h, ttl) end
+  redis.call('HSET', t, 'hfirst', first, 'bytes', bytes)
+  if #keep > 0 then
+    -- Positions before first exist only as empty records of their chunk.
+    hist_put(t, h, first - 1, '', 0, keep_ids, keep)
+    local ttl = redis.call('PTTL', t)
+    if ttl > 0 then redis.call('PEXPIRE', h, ttl) end
+  end
+  redis.call('HSET', t, 'seq', seq)
   redis.call('DEL', msgs, msgdata)
 end
 
--- hist_range returns the JSON of positions lo … hi, oldest first.
-local function hist_range(h, first, lo, hi)
+-- hist_range returns the JSON of positions lo … hi, oldest first, as
+-- strings of newline-separated records.
+local function hist_range(h, seq, lo, hi)
   local out = {}
   if hi < lo then return out end
-  local c1 = chunk_of(lo)
-  local fields = {}
-  for c = c1, chunk_of(hi) do fields[#fields + 1] = tostring(c) end
-  for i, s in ipairs(hmget_all(h, fields)) do
-    local base = chunk_base(c1 + i - 1, first)
-    for j, r in ipairs(split_records(s)) do
-      local pos = base + j - 1
-      if pos > hi then return out end
-      if pos >= lo then out[#out + 1] = r end
+  local sealed = sealed_end(seq)
+  for c = chunk_of(lo), chunk_of(hi) do
+    local base = c * CHUNK
+    local a, b = math.max(lo, base + 1), math.min(hi, base + CHUNK)
+    if b <= sealed then
+      local s = chunk(h, c)
+      if a == base + 1 and b == base + CHUNK then
+        out[#out + 1] = s
+      else
+        local lens = chunk_lens(h, c)
+        local from, k = 1, base + 1
+        while k < a do from, k = from + lens[k - base] + 1, k + 1 end
+        local to = from - 1
+        while k <= b do to, k = to + lens[k - base] + 1, k + 1 end
+        out[#out + 1] = string.sub(s, from, to)
+      end
+    else
+      local fields = {}
+      for pos = a, b do fields[#fields + 1] = 'p' .. pos end
+      for _, v in ipairs(redis.call('HMGET', h, unpack(fields))) do
+        if v then out[#out + 1] = v end
+      end
     end
   end
   return out
@@ -141,28 +211,50 @@ local function hist_window(t, msgs, msgdata, h, n)
   hist_upgrade(t, msgs, msgdata, h)
   if n <= 0 then return {} end
   local seq, first = hist_state(t)
-  return hist_range(h, first, math.max(first, seq - n + 1), seq)
+  return hist_range(h, seq, math.max(first, seq - n + 1), seq)
 end
 
 -- hist_position returns the position of message id, or nil.
 local function hist_position(h, seq, first, id)
-  if seq < first then return nil end
-  local p = tonumber(redis.call('HGET', h, 'o:' .. id))
+  local at = redis.call('HMGET', h, 'i:' .. id, 'o:' .. id)
+  local p = tonumber(at[1] or at[2])
   if p then
     if p >= first and p <= seq then return p end
     return nil
   end
-  local lo, hi = chunk_of(first), chunk_of(seq)
-  while lo < hi do
+  -- Sealed chunks: the first whose greatest ID is not less than id.
+  local lo, hi = chunk_of(first), sealed_end(seq) / CHUNK - 1
+  local found = nil
+  while lo <= hi do
     local mid = math.floor((lo + hi) / 2)
-    local top = redis.call('HGET', h, 'x' .. mid)
-    if top and not id_less(top, id) then hi = mid else lo = mid + 1 end
+    local top = chunk_top(h, mid)
+    if top and not id_less(top, id) then
+      found, hi = mid, mid - 1
+    else
+      lo = mid + 1
+    end
   end
-  local base = chunk_base(lo, first)
-  for j, r in ipairs(split_records(redis.call('HGET', h, tostring(lo)))) do
-    if record_id(r) == id then return base + j - 1 end
+  if not found then return nil end
+  local lens, s = chunk_lens(h, found), chunk(h, found)
+  local off, needle = 1, '{"id":"' .. id .. '"'
+  for k = 1, #lens do
+    if lens[k] > 0 and string.sub(s, off, off + #needle - 1) == needle then
+      local pos = found * CHUNK + k
+      if pos >= first then return pos end
+      return nil
+    end
+    off = off + lens[k] + 1
   end
   return nil
+end
+
+-- forget_ids removes the "o:" entries of the records in s (a chunk), and
+-- returns how many there were.
+local function forget_ids(h, s)
+  local gone = {}
+  for id in string.gmatch('\n' .. s, '\n{"id":"([^"]*)"') do gone[#gone + 1] = 'o:' .. id end
+  if #gone > 0 then return redis.call('HDEL', h, unpack(gone)) end
+  return 0
 end
 
 -- hist_append appends messages (ids[i] naming datas[i]) and trims the
@@ -170,34 +262,33 @@ end
 -- message being kept whatever its size).
 local function hist_append(t, msgs, msgdata, h, ids, datas, maxcount, maxbytes)
   hist_upgrade(t, msgs, msgdata, h)
-  local seq, first, top, bytes = hist_state(t)
+  local seq, first, top, bytes, ooo = hist_state(t)
   for i = 1, #datas do bytes = bytes + #datas[i] end
-  hist_put(t, h, seq, first, top, ids, datas)
+  top, ooo = hist_put(t, h, seq, top, ooo, ids, datas)
   seq = seq + #ids
-  local count = seq - first + 1
-  local drop = math.max(count - maxcount, 0)
-  local c, last = chunk_of(first), chunk_of(seq)
-  while (drop > 0 or (bytes > maxbytes and count > 1)) and c <= last do
-    local recs = split_records(redis.call('HGET', h, tostring(c)))
-    local gone = {}
-    for _, r in ipairs(recs) do
-      if drop > 0 then
-        drop = drop - 1
-      elseif not (bytes > maxbytes and count > 1) then
-        break
+  local sealed = sealed_end(seq)
+  local drop = math.max(seq - first + 1 - maxcount, 0)
+  local lens, lens_of = nil, -1
+  while first <= seq - 1 and (drop > 0 or bytes > maxbytes) do
+    local c = chunk_of(first)
+    if first <= sealed then
+      if lens_of ~= c then lens, lens_of = chunk_lens(h, c), c end
+      bytes = bytes - lens[first - c * CHUNK]
+      if first == c * CHUNK + CHUNK then
+        if ooo > 0 then ooo = ooo - forget_ids(h, chunk(h, c)) end
+        redis.call('HDEL', h, tostring(c), 'x' .. c)
       end
-      bytes, count, first = bytes - #r, count - 1, first + 1
-      gone[#gone + 1] = 'o:' .. (record_id(r) or '')
+    else
+      local f = 'p' .. first
+      local r = redis.call('HGET', h, f) or ''
+      local id = record_id(r) or ''
+      ooo = ooo - redis.call('HDEL', h, 'o:' .. id)
+      redis.call('HDEL', h, f, 'i:' .. id)
+      bytes = bytes - #r
     end
-    if #gone > 0 then hdel_all(h, gone) end
-    if #gone < #recs then
-      redis.call('HSET', h, tostring(c), table.concat(recs, '\n', #gone + 1) .. '\n')
-      break
-    end
-    redis.call('HDEL', h, tostring(c), 'x' .. c)
-    c = c + 1
+    first, drop = first + 1, drop - 1
   end
-  redis.call('HSET', t, 'hfirst', first, 'bytes', bytes)
+  redis.call('HSET', t, 'hfirst', first, 'bytes', bytes, 'hooo', ooo)
 end
 
 -- hist_page returns more (0|1) and the JSON of the newest limit messages
@@ -215,6 +306,24 @@ local function hist_page(t, msgs, msgdata, h, limit, before)
   local lo = math.max(first, hi - limit + 1)
   local more = 0
   if lo > first then more = 1 end
-  return more, hist_range(h, first, lo, hi)
+  return more, hist_range(h, seq, lo, hi)
 end
 `
+
+// splitRecords splits script reply strings, each one or more
+// newline-separated message JSON records (historyLua), into the records.
+func splitRecords(data []any) ([][]byte, error) {
+	out := make([][]byte, 0, len(data))
+	for _, v := range data {
+		s, ok := replyString(v)
+		if !ok {
+			return nil, errors.New("store: corrupt history reply")
+		}
+		for rec := range bytes.SplitSeq([]byte(s), []byte{'\n'}) {
+			if len(rec) > 0 {
+				out = append(out, rec)
+			}
+		}
+	}
+	return out, nil
+}

@@ -432,13 +432,13 @@ func threadFromReply(id string, data []any) (Thread, error) {
 }
 
 func messagesFromReply(data []any) ([]blocks.Message, error) {
-	out := make([]blocks.Message, 0, len(data))
-	for _, v := range data {
-		s, ok := replyString(v)
-		if !ok {
-			return nil, errors.New("store: message id without message data")
-		}
-		m, err := decodeMessage([]byte(s))
+	recs, err := splitRecords(data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]blocks.Message, 0, len(recs))
+	for _, r := range recs {
+		m, err := decodeMessage(r)
 		if err != nil {
 			return nil, err
 		}
@@ -460,15 +460,11 @@ func windowArgs(window int, byProcessor map[string]int, args ...any) []any {
 
 // encodedFromReply collects message JSON from a script reply, undecoded.
 func encodedFromReply(data []any) (blocks.EncodedMessages, error) {
-	out := make(blocks.EncodedMessages, len(data))
-	for i, v := range data {
-		s, ok := replyString(v)
-		if !ok {
-			return nil, errors.New("store: message id without message data")
-		}
-		out[i] = []byte(s)
+	recs, err := splitRecords(data)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return blocks.EncodedMessages(recs), nil
 }
 
 func pendingFromReply(v any) (*Pending, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -479,4 +480,36 @@ func TestRedisEarlierHistoryLayout(t *testing.T) {
 			assert.Empty(t, page.NextBefore)
 		})
 	}
+}
+
+// TestRedisHistoryFieldsBounded checks that trimming takes everything of a
+// message with it: a long-lived thread whose IDs are often out of order
+// keeps a bounded history hash.
+func TestRedisHistoryFieldsBounded(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	opts := testOpts
+	opts.HistoryMax = 100
+	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, opts)
+	th := mustCreateThread(t, st)
+	for turn := range 400 {
+		msgs := newTestMessages(5, fmt.Sprint("t", turn))
+		msgs[2].ID = fmt.Sprintf("%08x", turn) + msgs[2].ID[8:] // a clock far behind
+		mustTurn(t, st, th.ID, msgs)
+	}
+	assert.Len(t, mustHistoryAll(t, st, th.ID), 100)
+	fields, err := rdb.HKeys(ctx, "chatd:{"+th.ID+"}:history").Result()
+	require.NoError(t, err)
+	outOfOrder := 0
+	for _, f := range fields {
+		if strings.HasPrefix(f, "o:") {
+			outOfOrder++
+		}
+	}
+	// 100 kept, a fifth out of order; a sealed chunk keeps its trimmed
+	// records, and their entries, until the whole chunk goes.
+	assert.LessOrEqual(t, outOfOrder, (100+31)/5+1)
+	assert.LessOrEqual(t, len(fields), 2*(100+31)+2*(100/32+2))
 }

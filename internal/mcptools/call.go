@@ -1,0 +1,463 @@
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"chatd/internal/blocks"
+	"chatd/internal/elicit"
+	"chatd/internal/processor/agent"
+)
+
+// toolName is the function name OpenAI-compatible APIs accept.
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// maxRounds bounds the input-required rounds of one call answered without
+// the user (declined invalid questions, roots), so a server that keeps
+// asking cannot loop forever.
+const maxRounds = 10
+
+// tool is one tool of a server, an agent.Tool.
+type tool struct {
+	s    *Server
+	name string // the server's name of the tool
+	def  agent.ToolDefinition
+}
+
+func (t *tool) Definition() agent.ToolDefinition { return t.def }
+
+// Call implements agent.Tool.
+func (t *tool) Call(ctx context.Context, c agent.ToolCall) (agent.ToolResult, error) {
+	if c.Resume == nil {
+		return t.s.run(ctx, t.name, c.Arguments, nil)
+	}
+	st, err := decodeToolState(c.Resume.State)
+	if err != nil {
+		return agent.ToolResult{}, err
+	}
+	switch st.Kind {
+	case kindInputRequired:
+		return t.s.answerInput(ctx, t.name, c.Arguments, st, c.Resume.Result)
+	case kindHeld:
+		return t.s.deliver(ctx, st, c.Resume.Result)
+	}
+	return agent.ToolResult{}, fmt.Errorf("unknown tool state %q", st.Kind)
+}
+
+// toolState is an MCP tool's part of the agent's pause state (the agent
+// keeps the call's name and arguments):
+//
+//	{"kind": "input_required", "request_state": "<the server's requestState>",
+//	 "asking": "<ID of the input request the user is answering>",
+//	 "questions": {"<ID>": <elicitation params still to ask>},
+//	 "responses": {"<ID>": <input response>}}
+//
+// for a 2026-07-28 server, or for a call held open on an instance:
+//
+//	{"kind": "held", "instance": "<instance ID>", "hold": "<hold ID>"}
+type toolState struct {
+	Kind         string                     `json:"kind"`
+	RequestState string                     `json:"request_state,omitempty"`
+	Asking       string                     `json:"asking,omitempty"`
+	Questions    map[string]json.RawMessage `json:"questions,omitempty"`
+	Responses    map[string]json.RawMessage `json:"responses,omitempty"`
+	Instance     string                     `json:"instance,omitempty"`
+	Hold         string                     `json:"hold,omitempty"`
+}
+
+const (
+	kindInputRequired = "input_required"
+	kindHeld          = "held"
+)
+
+func decodeToolState(data []byte) (toolState, error) {
+	var st toolState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, fmt.Errorf("tool state: %w", err)
+	}
+	return st, nil
+}
+
+// errNotCompleted is what the model hears of a held call that cannot go on.
+var errNotCompleted = errors.New("the tool did not complete")
+
+// call is one tools/call in flight on a session.
+type call struct {
+	s     *Server
+	x     *session
+	asks  chan *ask    // questions from the server (2025-era)
+	done  chan outcome // the call's end
+	stop  func()       // cancels the call
+	once  sync.Once    // releases the session once
+	hold  string       // the hold ID while held
+	ask   *ask         // the question being held
+	timer interface{ Stop() bool }
+}
+
+// ask is a question the server sent inside the call, waiting for its answer.
+type ask struct {
+	request *elicit.Request
+	params  json.RawMessage // as chatd checked it, for another instance
+	answer  chan *mcp.ElicitResult
+}
+
+type outcome struct {
+	res *mcp.CallToolResult
+	raw json.RawMessage
+	err error
+}
+
+// start sends tools/call on a session of its own and returns the call in
+// flight. The call does not end with ctx: it may be held for an answer.
+func (s *Server) start(ctx context.Context, name string, args json.RawMessage, responses mcp.InputResponseMap, state string) (*call, error) {
+	x, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c := &call{s: s, x: x, asks: make(chan *ask), done: make(chan outcome, 1), stop: cancel}
+	s.mu.Lock()
+	x.current = c
+	s.mu.Unlock()
+	token := uuid.NewString()
+	params := &mcp.CallToolParams{Name: name, Arguments: args, InputResponses: responses, RequestState: state,
+		Meta: mcp.Meta{"progressToken": token}}
+	go func() {
+		res, err := x.cs.CallTool(cctx, params)
+		raw, _ := s.cap.take(token)
+		c.done <- outcome{res: res, raw: raw, err: err}
+	}()
+	return c, nil
+}
+
+// finish releases the call's session.
+func (c *call) finish() {
+	c.once.Do(func() {
+		c.stop()
+		c.s.release(c.x)
+	})
+}
+
+// next waits for the call to end or ask the user something.
+func (c *call) next(ctx context.Context) (*ask, outcome, error) {
+	select {
+	case o := <-c.done:
+		c.finish()
+		return nil, o, nil
+	case a := <-c.asks:
+		return a, outcome{}, nil
+	case <-ctx.Done():
+		c.stop()
+		go func() {
+			<-c.done
+			c.finish()
+		}()
+		return nil, outcome{}, ctx.Err()
+	}
+}
+
+// abandon answers a held question cancel and lets the call end unread; the
+// returned channel is closed when it has ended.
+func (c *call) abandon() <-chan struct{} {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if c.ask != nil {
+		c.ask.answer <- &mcp.ElicitResult{Action: string(elicit.Cancel)}
+	}
+	ended := make(chan struct{})
+	go func() {
+		c.drain()
+		close(ended)
+	}()
+	return ended
+}
+
+// drain lets a call nobody waits for end, cancelling further questions.
+func (c *call) drain() {
+	for {
+		select {
+		case <-c.done:
+			c.finish()
+			return
+		case a := <-c.asks:
+			a.answer <- &mcp.ElicitResult{Action: string(elicit.Cancel)}
+		}
+	}
+}
+
+// run calls a tool and returns its result, or pauses with the server's
+// question.
+func (s *Server) run(ctx context.Context, name string, args json.RawMessage, st *toolState) (agent.ToolResult, error) {
+	var responses mcp.InputResponseMap
+	state := ""
+	if st != nil {
+		var err error
+		if responses, err = inputResponses(st.Responses); err != nil {
+			return agent.ToolResult{}, err
+		}
+		state = st.RequestState
+	}
+	for round := 0; ; round++ {
+		c, err := s.start(ctx, name, args, responses, state)
+		if err != nil {
+			return agent.ToolResult{}, err
+		}
+		a, o, err := c.next(ctx)
+		if err != nil {
+			return agent.ToolResult{}, err
+		}
+		if a != nil {
+			return s.m.hold(ctx, c, a)
+		}
+		if o.err != nil {
+			return agent.ToolResult{}, o.err
+		}
+		res, next, err := s.result(o)
+		if err != nil || next == nil {
+			return res, err
+		}
+		// The server needs input (2026-07-28): ask the user the first
+		// question, or retry at once if chatd answered everything itself.
+		if next.Asking != "" {
+			return pauseOn(*next)
+		}
+		if round >= maxRounds {
+			return agent.ToolResult{}, fmt.Errorf("the server asked for input %d times without an answer chatd could give", maxRounds)
+		}
+		if responses, err = inputResponses(next.Responses); err != nil {
+			return agent.ToolResult{}, err
+		}
+		state = next.RequestState
+	}
+}
+
+// answerInput takes the user's answer to an input request of a 2026-07-28
+// server: the next question, or the call retried with every response.
+func (s *Server) answerInput(ctx context.Context, name string, args json.RawMessage, st toolState, res elicit.Result) (agent.ToolResult, error) {
+	data, err := json.Marshal(mcp.ElicitResult{Action: string(res.Action), Content: res.Content})
+	if err != nil {
+		return agent.ToolResult{}, err
+	}
+	if st.Responses == nil {
+		st.Responses = map[string]json.RawMessage{}
+	}
+	st.Responses[st.Asking] = data
+	delete(st.Questions, st.Asking)
+	st.Asking = ""
+	if len(st.Questions) > 0 {
+		if err := st.askNext(); err != nil {
+			return agent.ToolResult{}, err
+		}
+		if st.Asking != "" {
+			return pauseOn(st)
+		}
+	}
+	return s.run(ctx, name, args, &st)
+}
+
+// pauseOn pauses the turn with the question st is asking.
+func pauseOn(st toolState) (agent.ToolResult, error) {
+	req, err := elicit.ParseParams(st.Questions[st.Asking])
+	if err != nil {
+		return agent.ToolResult{}, err // checked before
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return agent.ToolResult{}, err
+	}
+	return agent.ToolResult{Pause: &agent.ToolPause{Request: req, State: data}}, nil
+}
+
+// askNext picks the next question to ask the user (in ID order), declining
+// those chatd cannot ask.
+func (st *toolState) askNext() error {
+	ids := make([]string, 0, len(st.Questions))
+	for id := range st.Questions {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		checked, err := checkQuestion(st.Questions[id])
+		if err != nil {
+			st.Responses[id] = json.RawMessage(`{"action":"decline"}`)
+			delete(st.Questions, id)
+			continue
+		}
+		st.Questions[id] = checked
+		st.Asking = id
+		return nil
+	}
+	return nil
+}
+
+// checkQuestion checks elicitation/create params as chatd would show them:
+// form mode only, the schema within SPEC §4. It returns the params without
+// mode (chatd never emits it).
+func checkQuestion(params json.RawMessage) (json.RawMessage, error) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	if mode, ok := p["mode"]; ok {
+		var m string
+		_ = json.Unmarshal(mode, &m)
+		if m != "form" && m != "" {
+			return nil, fmt.Errorf("mode %q: chatd asks form-mode questions only", m)
+		}
+		delete(p, "mode")
+	}
+	if meta, ok := p["_meta"]; ok && (string(meta) == "null" || string(meta) == "{}") {
+		delete(p, "_meta")
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := elicit.ParseParams(data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// inputResponses turns the stored responses into go-sdk's typed map.
+func inputResponses(stored map[string]json.RawMessage) (mcp.InputResponseMap, error) {
+	if len(stored) == 0 {
+		return nil, nil
+	}
+	out := make(mcp.InputResponseMap, len(stored))
+	for id, raw := range stored {
+		var probe struct {
+			Roots json.RawMessage `json:"roots"`
+		}
+		_ = json.Unmarshal(raw, &probe)
+		if probe.Roots != nil {
+			out[id] = &mcp.ListRootsResult{Roots: []*mcp.Root{}}
+			continue
+		}
+		var r mcp.ElicitResult
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("tool state: response %q: %w", id, err)
+		}
+		out[id] = &r
+	}
+	return out, nil
+}
+
+// rawResult is a CallToolResult as the server sent it.
+type rawResult struct {
+	Content           json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+	ResultType        string          `json:"resultType"`
+	InputRequests     map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	} `json:"inputRequests"`
+	RequestState string `json:"requestState"`
+}
+
+// result turns a finished call into the agent's result; when the server
+// needs input (2026-07-28) it returns the state to ask with instead.
+func (s *Server) result(o outcome) (agent.ToolResult, *toolState, error) {
+	raw := o.raw
+	if raw == nil {
+		// Not seen on the wire (it should always be): go-sdk's typed
+		// result is the next best thing.
+		s.m.opts.Logger.Warn("mcp tool result not captured; using the decoded one", "mcp_server", s.cfg.Name)
+		data, err := json.Marshal(o.res)
+		if err != nil {
+			return agent.ToolResult{}, nil, err
+		}
+		raw = data
+	}
+	var r rawResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return agent.ToolResult{}, nil, fmt.Errorf("the server's result is not a CallToolResult: %w", err)
+	}
+	if r.ResultType == "input_required" || (o.res != nil && o.res.NeedsInput()) {
+		st := toolState{Kind: kindInputRequired, RequestState: r.RequestState,
+			Questions: map[string]json.RawMessage{}, Responses: map[string]json.RawMessage{}}
+		for id, ir := range r.InputRequests {
+			switch ir.Method {
+			case "elicitation/create":
+				st.Questions[id] = ir.Params
+			case "roots/list":
+				st.Responses[id] = json.RawMessage(`{"roots":[]}`)
+			default:
+				return agent.ToolResult{}, nil, fmt.Errorf("the server asked for %s, which chatd does not provide", ir.Method)
+			}
+		}
+		if err := st.askNext(); err != nil {
+			return agent.ToolResult{}, nil, err
+		}
+		return agent.ToolResult{}, &st, nil
+	}
+	res := agent.ToolResult{IsError: r.IsError}
+	if len(r.Content) > 0 && string(r.Content) != "null" {
+		list, err := blocks.DecodeList(r.Content, "content")
+		if err != nil {
+			// chatd stores only valid blocks; the model hears why there
+			// are none.
+			return agent.ToolResult{}, nil, fmt.Errorf("the server sent invalid content blocks: %v", err)
+		}
+		res.Content = list
+	}
+	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
+		res.StructuredContent = r.StructuredContent
+	}
+	return res, nil, nil
+}
+
+// onElicit receives elicitation/create from a server (2025-era, inside a
+// call). An invalid or URL-mode question is declined at once; a valid one
+// waits for the user's answer.
+func (s *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	decline := &mcp.ElicitResult{Action: string(elicit.Decline)}
+	s.mu.Lock()
+	var c *call
+	if x := s.bySess[req.Session]; x != nil {
+		c = x.current
+	}
+	s.mu.Unlock()
+	if c == nil {
+		return decline, nil // not inside a call of chatd's: nobody to ask
+	}
+	p := map[string]any{"message": req.Params.Message, "requestedSchema": req.Params.RequestedSchema}
+	if req.Params.Mode != "" {
+		p["mode"] = req.Params.Mode
+	}
+	if len(req.Params.Meta) > 0 {
+		p["_meta"] = req.Params.Meta
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return decline, nil
+	}
+	params, err := checkQuestion(data)
+	if err != nil {
+		s.m.opts.Logger.Info("mcp elicitation declined", "mcp_server", s.cfg.Name, "error", err.Error())
+		return decline, nil
+	}
+	r, _ := elicit.ParseParams(params)
+	a := &ask{request: r, params: params, answer: make(chan *mcp.ElicitResult, 1)}
+	select {
+	case c.asks <- a:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case res := <-a.answer:
+		return res, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

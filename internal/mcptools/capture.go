@@ -1,0 +1,216 @@
+package mcptools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// go-sdk decodes a tool result into typed content and loses what its types
+// cannot hold (an annotation priority of 0, fields it does not know). chatd
+// appends a tool's blocks exactly as the server sent them, so it keeps the
+// raw JSON of every tools/call result, found by the call's progress token,
+// which chatd mints for each call: at the connection for stdio, and in the
+// HTTP response of the POST that carried the call for streamable HTTP (the
+// only place go-sdk leaves a hook without losing its session handling).
+
+// capture holds the raw results of tool calls by progress token until the
+// caller takes them.
+type capture struct {
+	mu      sync.Mutex
+	results map[string]json.RawMessage
+}
+
+func newCapture() *capture { return &capture{results: map[string]json.RawMessage{}} }
+
+func (c *capture) put(token string, result json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.results[token] = bytes.Clone(result)
+}
+
+func (c *capture) take(token string) (json.RawMessage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.results[token]
+	delete(c.results, token)
+	return r, ok
+}
+
+// callToken returns the progress token of a tools/call request, or "".
+func callToken(req *jsonrpc.Request) string {
+	if req.Method != "tools/call" || !req.ID.IsValid() {
+		return ""
+	}
+	var p struct {
+		Meta struct {
+			ProgressToken any `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return ""
+	}
+	s, _ := p.Meta.ProgressToken.(string)
+	return s
+}
+
+// captureTransport wraps a transport whose connection can be wrapped
+// without loss (stdio: go-sdk's stdio connection has no hidden methods).
+type captureTransport struct {
+	inner mcp.Transport
+	cap   *capture
+}
+
+func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &captureConn{Connection: conn, cap: t.cap, pending: map[string]string{}}, nil
+}
+
+type captureConn struct {
+	mcp.Connection
+	cap     *capture
+	mu      sync.Mutex
+	pending map[string]string // JSON-RPC ID → progress token
+}
+
+func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
+
+func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		if token := callToken(req); token != "" {
+			c.mu.Lock()
+			c.pending[idKey(req.ID)] = token
+			c.mu.Unlock()
+		}
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
+		key := idKey(resp.ID)
+		c.mu.Lock()
+		token, found := c.pending[key]
+		delete(c.pending, key)
+		c.mu.Unlock()
+		if found && resp.Result != nil {
+			c.cap.put(token, resp.Result)
+		}
+	}
+	return msg, err
+}
+
+// captureRoundTripper adds the configured headers to every request and
+// keeps the raw result of the tools/call a POST carries from its response
+// (JSON or an SSE stream).
+type captureRoundTripper struct {
+	base    http.RoundTripper
+	headers map[string]string
+	cap     *capture
+}
+
+func (rt *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range rt.headers {
+		req.Header.Set(k, v)
+	}
+	token := ""
+	if req.Method == http.MethodPost && req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+			if r, ok := msg.(*jsonrpc.Request); ok {
+				token = callToken(r)
+			}
+		}
+	}
+	resp, err := rt.base.RoundTrip(req)
+	if err != nil || token == "" {
+		return resp, err
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	resp.Body = &captureBody{ReadCloser: resp.Body, token: token, cap: rt.cap, sse: mt == "text/event-stream"}
+	return resp, nil
+}
+
+// captureBody reads along with go-sdk and records the first JSON-RPC
+// response with a result it sees.
+type captureBody struct {
+	io.ReadCloser
+	token string
+	cap   *capture
+	sse   bool
+	buf   []byte // unread partial line (SSE) or the whole body (JSON)
+	data  []byte // the current SSE event's data
+	done  bool
+}
+
+func (b *captureBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if !b.done {
+		b.buf = append(b.buf, p[:n]...)
+		if b.sse {
+			b.lines()
+		} else if err == io.EOF {
+			b.message(b.buf)
+		}
+	}
+	return n, err
+}
+
+func (b *captureBody) lines() {
+	consumed := 0
+	for !b.done {
+		i := bytes.IndexByte(b.buf[consumed:], '\n')
+		if i < 0 {
+			break
+		}
+		line := bytes.TrimSuffix(b.buf[consumed:consumed+i], []byte("\r"))
+		consumed += i + 1
+		switch {
+		case len(line) == 0:
+			if len(b.data) > 0 {
+				b.message(b.data)
+				b.data = nil
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			d := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+			if len(b.data) > 0 {
+				b.data = append(b.data, '\n')
+			}
+			b.data = append(b.data, d...)
+		}
+	}
+	if !b.done {
+		b.buf = append(b.buf[:0], b.buf[consumed:]...)
+	}
+}
+
+func (b *captureBody) message(data []byte) {
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Result != nil {
+		b.cap.put(b.token, resp.Result)
+		b.done = true
+		b.buf, b.data = nil, nil
+	}
+}

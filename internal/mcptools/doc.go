@@ -1,0 +1,44 @@
+// Package mcptools connects the agent processor to MCP tool servers: each
+// server of the agents file's mcp_servers is an agent.ToolSource whose tools
+// call the server through github.com/modelcontextprotocol/go-sdk, over stdio
+// or streamable HTTP.
+//
+// # Tools
+//
+// A server's tools reach the model as <server>__<tool>, filtered by the
+// server's allow globs; the list is fetched when first needed and again
+// after the server announces notifications/tools/list_changed. A tool whose
+// annotations say destructiveHint: true, and not readOnlyHint: true, is
+// marked Destructive, so the agent asks the user before running it (unless
+// no_confirm matches it).
+//
+// A result's content blocks are taken from the raw JSON the server sent (see
+// capture.go) and decoded with internal/blocks, so they reach the reply
+// exactly, annotations and _meta included.
+//
+// # Questions from the server
+//
+// A server may ask the user a form-mode question (an elicitation) while a
+// tool runs. chatd checks it with internal/elicit; an invalid one, or a
+// URL-mode one, is declined back to the server without bothering the user.
+// A valid one pauses the turn with it, in one of two ways depending on the
+// protocol generation the server speaks:
+//
+//   - 2026-07-28 (multi round-trip requests): the call ends with an
+//     InputRequiredResult. The tool's pause state holds the input request
+//     IDs and the server's requestState; the resume, on any instance, retries
+//     the call with inputResponses.
+//   - 2025-06-18 and 2025-11-25: the server sends elicitation/create inside
+//     the call, which must stay open on the instance that made it. That
+//     instance holds the call (and its MCP session) and the pause state names
+//     the instance and the hold. The instance that receives the answer
+//     publishes it on the holder's channel of a Relay (Redis pub/sub when
+//     chatd shares a Redis, in-process otherwise); the holder answers the
+//     server and publishes the outcome back: the result, or the server's
+//     next question. A holder that is gone, or a hold that expired (the
+//     holder then answered the server cancel), is reported to the model as
+//     a tool that did not complete.
+//
+// Each call has an MCP session to itself, taken from a small pool per
+// server, so a question the server sends is known to belong to that call.
+package mcptools
