@@ -79,42 +79,36 @@ func TestTwoInstances(t *testing.T) {
 	jsonEqual(t, history, b.mustHistory(t, alice, thread))
 }
 
+// TestConcurrentTurns: of concurrent turns on one thread exactly one runs;
+// the others get thread_busy. The running turn is held open until every
+// other answer is in, so the outcome does not depend on the machine's pace.
 func TestConcurrentTurns(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
-		ts := newTestServer(t, withStoreKind(kind))
-		thread := ts.mustCreateThread(t, alice, "echo")
-		ts.mustTurn(t, alice, thread, "first")
-
 		const turns = 10
-		// Long enough that every request arrives while the first one runs.
-		const slow = "/slow 250 a b c d"
-		responses := make([]*testResponse, turns)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range turns {
-			wg.Go(func() {
-				<-start
-				responses[i] = ts.postTurn(t, alice, thread, slow)
-			})
-		}
-		close(start)
-		wg.Wait()
+		// gateProcessor (failover_test.go) holds each turn until its gate
+		// opens.
+		started, release := make(chan struct{}, turns+1), make(chan struct{})
+		ts := newTestServer(t, withStoreKind(kind), withProcessor("gate", gateProcessor{started: started, gate: release}))
+		thread := ts.mustCreateThread(t, alice, "gate")
 
-		ok := 0
-		for _, resp := range responses {
-			if resp.Status == http.StatusOK {
-				ok++
-				res := mustDecode[wireTurnResult](t, resp.Body)
-				assert.Equal(t, "a b c d", res.Message.Message)
-				continue
-			}
-			mustProblem(t, resp, http.StatusConflict, "thread_busy")
+		results := make(chan *testResponse, turns)
+		for range turns {
+			go func() { results <- ts.postTurn(t, alice, thread, "wait") }()
 		}
-		assert.Equal(t, 1, ok)
+		// Every turn but the one holding the thread answers at once.
+		for range turns - 1 {
+			mustProblem(t, <-results, http.StatusConflict, "thread_busy")
+		}
+		<-started // the one turn holding the thread reached its processor
+		assert.Empty(t, started, "more than one turn ran at a time")
+		close(release)
+		last := <-results
+		mustStatus(t, last, http.StatusOK)
+		assert.Equal(t, "done", mustDecode[wireTurnResult](t, last.Body).Message.Message)
 
 		history := ts.mustHistory(t, alice, thread)
-		require.Len(t, history, 4)
-		want := []struct{ role, text string }{{"user", "first"}, {"assistant", "first"}, {"user", slow}, {"assistant", "a b c d"}}
+		require.Len(t, history, 2)
+		want := []struct{ role, text string }{{"user", "wait"}, {"assistant", "done"}}
 		for i, w := range want {
 			assert.Equal(t, w.role, history[i].Role, "message %d", i)
 			assert.Equal(t, w.text, history[i].Message, "message %d", i)

@@ -32,9 +32,19 @@ type turnSink interface {
 // uiSink writes a turn as a Vercel AI SDK UI message stream.
 type uiSink struct{ *aisdk.Stream }
 
-// Failed shows the problem as the error part's text: its detail, then its
-// code for programs to match.
-func (u uiSink) Failed(p Problem) { u.Error(fmt.Sprintf("%s (%s)", p.Detail, p.Code)) }
+// Failed shows the problem as the error part's text: its detail, its code
+// for programs to match, then any field errors.
+func (u uiSink) Failed(p Problem) {
+	text := fmt.Sprintf("%s (%s)", p.Detail, p.Code)
+	for i, fe := range p.Errors {
+		sep := "; "
+		if i == 0 {
+			sep = ": "
+		}
+		text += sep + fe.Field + ": " + fe.Detail
+	}
+	u.Error(text)
+}
 
 // runSink writes a turn as an AG-UI run.
 type runSink struct{ *agui.Run }
@@ -42,9 +52,10 @@ type runSink struct{ *agui.Run }
 func (a runSink) Failed(p Problem) { a.Error(p.Code, p.Detail, p.Errors) }
 
 // handleAISDKChat runs a turn for the Vercel AI SDK: POST /v1/ai-sdk/chat.
-// Errors found before the turn begins are problem+json answers, as on the
-// native endpoints (DefaultChatTransport reports them as the chat's error);
-// a turn that fails once streaming ends with an error part.
+// Input that cannot be read is a problem+json answer; anything that stops
+// the turn after that — no such thread, a pending elicitation, an expired
+// answer, a failed processor — ends the stream with an error part, which
+// useChat shows as the chat's error.
 func (s *Server) handleAISDKChat(w http.ResponseWriter, r *http.Request) error {
 	idemKey, err := idempotencyKey(r)
 	if err != nil {
@@ -58,6 +69,9 @@ func (s *Server) handleAISDKChat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return protocolError(err)
 	}
+	if err := s.checkAttachments(req.Blocks); err != nil {
+		return err
+	}
 	var t *turn.Turn
 	continues := ""
 	if req.Answer != nil {
@@ -66,12 +80,16 @@ func (s *Server) handleAISDKChat(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		t, err = s.beginProtocolTurn(r, req.ThreadID, req.Text, req.Blocks, idemKey, body)
 	}
-	if err != nil {
-		return err
-	}
 	stream := s.startUIStream(w, true)
 	defer stream.close()
-	s.runProtocolTurn(r, t, uiSink{aisdk.NewStream(stream.sendData, continues)})
+	sink := uiSink{aisdk.NewStream(stream.sendData, continues)}
+	if err != nil {
+		p := problemFor(err)
+		s.observeError(r, p, err)
+		sink.Failed(p)
+		return nil
+	}
+	s.runProtocolTurn(r, t, sink)
 	return nil
 }
 
@@ -134,6 +152,9 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return protocolError(err)
 	}
+	if err := s.checkAttachments(req.Blocks); err != nil {
+		return err
+	}
 	var t *turn.Turn
 	if req.Answer != nil {
 		t, err = s.beginAnswer(r, req.ThreadID, req.Answer.ElicitationID, req.Answer.Result, req.Answer.Meta)
@@ -154,16 +175,11 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// beginProtocolTurn begins a plain turn on a protocol's user message, under
-// the native turn's limits and idempotency (keyed on the whole body).
+// beginProtocolTurn begins a plain turn on a protocol's user message, with
+// the native turn's idempotency (keyed on the whole body).
 func (s *Server) beginProtocolTurn(r *http.Request, threadID, text string, list []blocks.ContentBlock, idemKey string, body []byte) (*turn.Turn, error) {
 	if !blocks.IsCanonicalID(threadID) {
 		return nil, store.ErrNotFound
-	}
-	if len(list) > s.cfg.MaxBlocks {
-		verr := &blocks.ValidationError{}
-		verr.Add("messages", fmt.Sprintf("%d attachments; at most %d are allowed per message", len(list), s.cfg.MaxBlocks))
-		return nil, verr
 	}
 	return s.engine.Begin(r.Context(), turn.Plain{
 		ThreadID: threadID, Principal: principalFrom(r.Context()), Message: blocks.NewMessage(blocks.RoleUser, text, list, nil),
@@ -249,6 +265,17 @@ func (s *Server) startUIStream(w http.ResponseWriter, uiMessages bool) *sseStrea
 		w.Header().Set(aisdk.Header, aisdk.HeaderValue)
 	}
 	return s.startStream(w)
+}
+
+// checkAttachments holds a protocol message to the native turn's limit on
+// content blocks.
+func (s *Server) checkAttachments(list []blocks.ContentBlock) error {
+	if len(list) > s.cfg.MaxBlocks {
+		verr := &blocks.ValidationError{}
+		verr.Add("messages", fmt.Sprintf("%d attachments; at most %d are allowed per message", len(list), s.cfg.MaxBlocks))
+		return verr
+	}
+	return nil
 }
 
 // protocolError maps a protocol decoder's errors: unreadable input is 400,

@@ -91,18 +91,37 @@ func TestAISDKChatRefusals(t *testing.T) {
 		{"no messages", testRequest{as: alice, body: []byte(`{"id":"` + thread + `","messages":[]}`)}, http.StatusBadRequest, "invalid_request"},
 		{"not JSON", testRequest{as: alice, body: aiSDKBody(thread, "hi"), contentType: "text/plain"}, http.StatusUnsupportedMediaType, "unsupported_media_type"},
 		{"too large", testRequest{as: alice, body: aiSDKBody(thread, strings.Repeat("x", 5000))}, http.StatusRequestEntityTooLarge, "payload_too_large"},
-		{"a malformed thread ID", testRequest{as: alice, body: aiSDKBody("thread-1", "hi")}, http.StatusNotFound, "not_found"},
-		{"an unknown thread", testRequest{as: alice, body: aiSDKBody("0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a00", "hi")}, http.StatusNotFound, "not_found"},
-		{"another principal's thread", testRequest{as: bob, body: aiSDKBody(thread, "hi")}, http.StatusNotFound, "not_found"},
-		{"a pending elicitation", testRequest{as: alice, body: aiSDKBody(paused, "hi")}, http.StatusConflict, "elicitation_pending"},
 		{"too many attachments", testRequest{as: alice, body: []byte(`{"id":"` + thread + `","messages":[{"role":"user","parts":[` + image + `,` + image + `]}]}`)}, http.StatusUnprocessableEntity, "validation_failed"},
-		{"an unknown elicitation", testRequest{as: alice, body: []byte(`{"id":"` + paused + `","messages":[{"id":"a","role":"assistant","parts":[` +
-			`{"type":"tool-elicitation","toolCallId":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a00","state":"output-available","output":{"action":"cancel"}}]}]}`)}, http.StatusNotFound, "elicitation_not_found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.req.method, tt.req.path = http.MethodPost, "/v1/ai-sdk/chat"
 			mustProblem(t, ts.do(t, tt.req), tt.status, tt.code)
+		})
+	}
+	// Past the input, a refusal is the stream's error part.
+	answer := func(threadID, output string) []byte {
+		return []byte(`{"id":"` + threadID + `","messages":[{"id":"a","role":"assistant","parts":[` +
+			`{"type":"tool-elicitation","toolCallId":"` + ts.mustThread(t, alice, paused).PendingElicitation.id() + `","state":"output-available","output":` + output + `}]}]}`)
+	}
+	for _, tt := range []struct {
+		name      string
+		as        string
+		body      []byte
+		errorText string
+	}{
+		{"a malformed thread ID", alice, aiSDKBody("thread-1", "hi"), "thread not found (not_found)"},
+		{"an unknown thread", alice, aiSDKBody("0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a00", "hi"), "thread not found (not_found)"},
+		{"another principal's thread", bob, aiSDKBody(thread, "hi"), "thread not found (not_found)"},
+		{"a pending elicitation", alice, aiSDKBody(paused, "hi"), "the thread is waiting for the answer to an elicitation; answer it or post cancel (elicitation_pending)"},
+		{"an answer that does not fit", alice, answer(paused, `{"action":"accept","content":{"x":1}}`), "the request has invalid fields; see errors (validation_failed): x: is not a declared property"},
+		{"an unknown elicitation", alice, []byte(`{"id":"` + paused + `","messages":[{"id":"a","role":"assistant","parts":[` +
+			`{"type":"tool-elicitation","toolCallId":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a00","state":"output-available","output":{"action":"cancel"}}]}]}`), "no such elicitation on this thread (elicitation_not_found)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := ts.do(t, testRequest{method: http.MethodPost, path: "/v1/ai-sdk/chat", as: tt.as, body: tt.body})
+			require.Equal(t, http.StatusOK, resp.Status)
+			assert.Equal(t, []string{`{"type":"error","errorText":` + jsonString(tt.errorText) + `}`, "[DONE]"}, dataLines(t, resp.Body))
 		})
 	}
 	assert.Empty(t, ts.mustHistory(t, alice, thread))
@@ -121,7 +140,7 @@ func TestAISDKChatIdempotentRetry(t *testing.T) {
 	assert.Len(t, ts.mustHistory(t, alice, thread), 2)
 
 	other := ts.do(t, testRequest{method: http.MethodPost, path: "/v1/ai-sdk/chat", as: alice, header: header, body: aiSDKBody(thread, "twice")})
-	mustProblem(t, other, http.StatusUnprocessableEntity, "idempotency_conflict")
+	assert.Equal(t, []string{`{"type":"error","errorText":"Idempotency-Key was already used with a different request body (idempotency_conflict)"}`, "[DONE]"}, dataLines(t, other.Body))
 }
 
 func TestAISDKStreamWithNothingRunning(t *testing.T) {
