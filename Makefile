@@ -1,4 +1,4 @@
-.PHONY: run test build bench fuzz screenshots
+.PHONY: run test build bench fuzz faults screenshots
 
 run:
 	go run ./cmd/chatd
@@ -24,6 +24,13 @@ bench:
 	bash scripts/ensure-redis.sh
 	go run ./bench/loadbench
 	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api ./internal/processor/agent
+
+# Break chatd on purpose (Redis kill -9, an instance killed, slow clients, a
+# flood, a full embedded store) and print what survived; about a minute, all
+# on 127.0.0.1. docs/reliability.md records a run.
+faults:
+	bash scripts/ensure-redis.sh
+	go run ./bench/faults
 
 # Fuzz every decoder of untrusted input for FUZZTIME each (the seed corpora
 # in testdata/ already run in make test).
