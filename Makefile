@@ -44,6 +44,9 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzFormats$$' -fuzztime $(FUZZTIME) ./internal/elicit
 	go test -run '^$$' -fuzz '^FuzzParseTurnRequest$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzThreadPatch$$' -fuzztime $(FUZZTIME) ./internal/api
+	go test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./internal/processor/agent
+	go test -run '^$$' -fuzz '^FuzzToolArguments$$' -fuzztime $(FUZZTIME) ./internal/processor/agent
+	go test -run '^$$' -fuzz '^FuzzChunks$$' -fuzztime $(FUZZTIME) ./internal/processor/agent
 	go test -run '^$$' -fuzz '^FuzzJSONDepth$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzMessage$$' -fuzztime $(FUZZTIME) ./internal/render
 	go test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./internal/protocol/aisdk

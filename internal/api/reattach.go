@@ -30,21 +30,17 @@ func (s *Server) handleTurnEvents(w http.ResponseWriter, r *http.Request) error 
 	if _, err := wantsHTML(r); err != nil {
 		return err
 	}
-	return s.follow(w, r, id, turnID, max(after, 0), nil)
+	return s.follow(w, r, id, turnID, max(after, 0))
 }
 
 // follow streams a turn's logged events after the one with ID after, then
 // its live ones until it ends. Errors found before the stream starts (no
-// such thread or turn) are returned for a plain problem answer; onEvent,
-// when set, sees each event before it is written.
-func (s *Server) follow(w http.ResponseWriter, r *http.Request, threadID, turnID string, after int, onEvent func(store.TurnEvent)) error {
+// such thread or turn) are returned for a plain problem answer.
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, threadID, turnID string, after int) error {
 	var stream *sseStream
 	err := s.engine.Follow(r.Context(), threadID, principalFrom(r.Context()), turnID, after, func(ev store.TurnEvent) {
 		if stream == nil {
 			stream = s.startStream(w)
-		}
-		if onEvent != nil {
-			onEvent(ev)
 		}
 		data := ev.Data
 		if ev.Name == turn.NameCompleted {

@@ -57,7 +57,7 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 	var running *store.RunningError
 	if errors.As(err, &running) && lastEventID >= 0 && wantsStream(r) {
 		// A retry of a stream that broke: pick the same turn up again.
-		return s.follow(w, r, id, running.TurnID, lastEventID, nil)
+		return s.follow(w, r, id, running.TurnID, lastEventID)
 	}
 	if err != nil {
 		return err
@@ -154,7 +154,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, threadID string,
 			TurnID string `json:"turn_id"`
 		}
 		if json.Unmarshal(result, &ids) == nil && blocks.IsCanonicalID(ids.TurnID) {
-			err := s.follow(w, r, threadID, ids.TurnID, lastEventID, nil)
+			err := s.follow(w, r, threadID, ids.TurnID, lastEventID)
 			if !errors.Is(err, store.ErrTurnNotFound) {
 				return err
 			}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -584,4 +586,39 @@ func TestToolPausesForAnAnswer(t *testing.T) {
 	msgs := m.sent()[1].Messages
 	assert.Equal(t, "Booked Cosmos", msgs[2]["content"])
 	assert.Equal(t, "c2", msgs[3]["tool_call_id"])
+}
+
+// TestConcurrentTurns runs turns on many threads at once through one agent,
+// whose history cache they share (run under -race by make test).
+func TestConcurrentTurns(t *testing.T) {
+	m := newFakeModel(t)
+	answer := textReply("ok")
+	m.fallback = &answer
+	c := newMemoryChatd(t, mustAgent(t, agentConfig(m)))
+	const threads, turns = 6, 4
+	ids := make([]string, threads)
+	for i := range ids {
+		ids[i] = c.mustThread(t)
+	}
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range turns {
+				status, body := c.turn(t, id, fmt.Sprintf("message %d", i))
+				assert.Equal(t, http.StatusOK, status, "%s", body)
+			}
+		}()
+	}
+	wg.Wait()
+	sent := m.sent()
+	require.Len(t, sent, threads*turns)
+	longest := 0
+	for _, req := range sent {
+		longest = max(longest, len(req.Messages))
+		last := req.Messages[len(req.Messages)-1]["content"].(string)
+		assert.True(t, strings.HasPrefix(last, "message "), last)
+	}
+	assert.Equal(t, 2*(turns-1)+1, longest, "the last turn of a thread sees its whole history")
 }
