@@ -390,6 +390,118 @@ func TestReloadMidStream(t *testing.T) {
 	tab.checkQuiet(t)
 }
 
+// cuttingProxy forwards to chatd but ends the first POST stream and the
+// first reattach stream that carry cutAfter right after that event, as a
+// dropped connection would; it records the Last-Event-ID of every reattach
+// request.
+type cuttingProxy struct {
+	backend  *httptest.Server
+	cutAfter string
+
+	mu          sync.Mutex
+	cut         map[string]bool
+	lastEventID []string
+}
+
+func (p *cuttingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	kind := ""
+	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/turns"):
+		kind = "post"
+	case strings.HasSuffix(r.URL.Path, "/events"):
+		kind = "events"
+		p.mu.Lock()
+		p.lastEventID = append(p.lastEventID, r.Header.Get("Last-Event-ID"))
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	cut := kind != "" && !p.cut[kind]
+	if cut {
+		p.cut[kind] = true
+	}
+	p.mu.Unlock()
+
+	out := r.Clone(r.Context())
+	out.RequestURI = ""
+	out.URL.Scheme, out.URL.Host = "http", strings.TrimPrefix(p.backend.URL, "http://")
+	resp, err := p.backend.Client().Transport.RoundTrip(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(resp.StatusCode)
+	flusher := w.(http.Flusher)
+	buf := make([]byte, 4096)
+	var seen []byte
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			seen = append(seen, buf[:n]...)
+			if at := bytes.Index(seen, []byte(p.cutAfter)); cut && at >= 0 {
+				if end := bytes.Index(seen[at:], []byte("\n\n")); end >= 0 {
+					// Forward up to the end of that event, then drop the rest.
+					_, _ = w.Write(seen[len(seen)-n : at+end+2])
+					flusher.Flush()
+					return
+				}
+			}
+			_, _ = w.Write(buf[:n])
+			flusher.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestStreamResumesWithLastEventID drops the turn's stream mid-reply: the
+// page reattaches after the last event it saw (Last-Event-ID) and shows the
+// reply once, whole.
+func TestStreamResumesWithLastEventID(t *testing.T) {
+	gate := make(chan struct{})
+	backend := newTestChatd(t, nil, 0, withGate(gate))
+	requireReattach(t, backend)
+	proxy := &cuttingProxy{backend: backend, cutAfter: "First half,", cut: map[string]bool{}}
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+
+	tab := newTab(t, front)
+	tab.open(t)
+	tab.do(t, chromedp.SetValue(chromedp.CSS("#processor"), "gated"))
+	tab.send(t, "Tell me in two halves")
+	// The POST stream is cut after the first delta; the page reattaches
+	// after it.
+	proxy.waitFor(t, 1)
+	close(gate)
+	tab.waitReply(t, "First half, second half.")
+	assert.Equal(t, "First half, second half.", eval[string](t, tab, `document.querySelector('`+lastAssistant+` .msg-text').textContent`))
+	proxy.mu.Lock()
+	assert.Equal(t, "2", proxy.lastEventID[0], "reattached after message.start (1) and the first delta (2)")
+	proxy.mu.Unlock()
+	tab.checkQuiet(t)
+}
+
+// waitFor waits until n reattach requests have come through.
+func (p *cuttingProxy) waitFor(tb testing.TB, n int) {
+	tb.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		got := len(p.lastEventID)
+		p.mu.Unlock()
+		if got >= n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tb.Fatalf("fewer than %d reattach requests", n)
+}
+
 // everyKind is an elicitation with every field kind SPEC §4 allows, widget
 // hints among them (one the page knows, one it does not).
 const everyKind = `{"message": "Tell me everything", "requestedSchema": {"type": "object", "properties": {
