@@ -52,7 +52,8 @@ type Config struct {
 	Confirm, NoConfirm []string
 	// Tools are the tools the model may call besides ask_user.
 	Tools []ToolSource
-	// HTTPClient makes the model requests; nil uses http.DefaultClient.
+	// HTTPClient makes the model requests; nil uses a client of its own that
+	// keeps connections to the model open for reuse.
 	HTTPClient *http.Client
 }
 
