@@ -590,6 +590,22 @@ func TestExpiry(t *testing.T) {
 	tab.checkQuiet(t)
 }
 
+// TestFailedTurn: a turn whose processor fails keeps nothing, so the page
+// shows the problem and gives the message back to try again.
+func TestFailedTurn(t *testing.T) {
+	srv := newTestChatd(t, nil, 0)
+	tab := newTab(t, srv)
+	tab.open(t)
+	tab.do(t, chromedp.SetValue(chromedp.CSS("#processor"), "echo"))
+	tab.send(t, "/fail")
+	tab.waitJS(t, "the problem", `document.getElementById('status').dataset.kind === 'error'`)
+	assert.Equal(t, "/fail", eval[string](t, tab, `document.getElementById('input').value`))
+	assert.Zero(t, eval[int](t, tab, `document.querySelectorAll('#messages > li').length`))
+	tab.send(t, "hello again")
+	tab.waitReply(t, "hello again")
+	tab.checkQuiet(t)
+}
+
 // requireReattach skips when this chatd has no thread list (and so no
 // running_turn to reattach to).
 func requireReattach(tb testing.TB, srv *httptest.Server) {

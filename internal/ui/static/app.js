@@ -606,8 +606,11 @@
     const type = resp.headers.get('Content-Type') || '';
     if (!type.startsWith('text/event-stream')) {
       const data = await resp.json().catch(() => null);
+      if (!resp.ok) {
+        giveBack(userItem);
+        throw new Problem(resp.status, data);
+      }
       if (userItem) userItem.remove();
-      if (!resp.ok) throw new Problem(resp.status, data);
       finishTurn(data, null, null);
       return;
     }
@@ -649,13 +652,24 @@
         finishTurn(data, live, userItem);
         return true;
       case 'error':
+        // Nothing of a failed turn is kept: its message goes back to the
+        // composer to try again.
         turn.done = true;
         live.item.remove();
-        if (userItem) userItem.classList.remove('sending');
+        giveBack(userItem);
         showError(new Problem(data.status || 500, data));
         return true;
     }
     return false;
+  }
+
+  // giveBack removes the message of a turn that was not kept and puts its
+  // text back in the composer.
+  function giveBack(userItem) {
+    if (!userItem) return;
+    const text = userItem.querySelector('.msg-text');
+    if (text && !$('input').value) $('input').value = text.textContent;
+    userItem.remove();
   }
 
   // finishTurn shows a TurnResult: the recorded user message, the reply,
