@@ -155,11 +155,10 @@ func (c *call) next(ctx context.Context) (*ask, outcome, error) {
 	case a := <-c.asks:
 		return a, outcome{}, nil
 	case <-ctx.Done():
+		// The server may still ask something before it sees the
+		// cancellation: drain answers it cancel.
 		c.stop()
-		go func() {
-			<-c.done
-			c.finish()
-		}()
+		go c.drain()
 		return nil, outcome{}, ctx.Err()
 	}
 }

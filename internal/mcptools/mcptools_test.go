@@ -66,7 +66,7 @@ func TestToolsAndBlocks(t *testing.T) {
 			cfg, _ := serverConfig(t, "srv", tc.transport, tc.version, nil)
 			m := newTestManager(t, []agent.MCPServer{cfg}, mcptools.Options{})
 			tools := mustTools(t, m.Server("srv"))
-			assert.Equal(t, []string{"srv__ask", "srv__bad_ask", "srv__content", "srv__delete_all", "srv__fail", "srv__peek"}, names(tools))
+			assert.Equal(t, []string{"srv__ask", "srv__bad_ask", "srv__content", "srv__delete_all", "srv__fail", "srv__peek", "srv__url_ask"}, names(tools))
 			assert.True(t, tools["srv__delete_all"].Definition().Destructive, "destructiveHint: true")
 			assert.False(t, tools["srv__peek"].Definition().Destructive, "readOnlyHint wins over destructiveHint")
 			assert.False(t, tools["srv__content"].Definition().Destructive, "no annotations: not confirmed")
@@ -156,10 +156,22 @@ func TestElicitationDeclined(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, _ := serverConfig(t, "srv", tc.transport, tc.version, nil)
 			m := newTestManager(t, []agent.MCPServer{cfg}, mcptools.Options{})
-			res := mustCall(t, mustTools(t, m.Server("srv"))["srv__bad_ask"], nil)
+			tools := mustTools(t, m.Server("srv"))
+			res := mustCall(t, tools["srv__bad_ask"], nil)
 			require.Nil(t, res.Pause, "nothing is asked")
 			require.Len(t, res.Content, 1)
 			assert.Contains(t, res.Content[0].Text(), `"action":"decline"`)
+
+			// URL mode: chatd asks form-mode questions only. (go-sdk does not
+			// send a 2025-era client one it did not announce support for.)
+			res, err := tools["srv__url_ask"].Call(context.Background(), agent.ToolCall{ID: "c2", Name: "srv__url_ask", Arguments: json.RawMessage(`{}`)})
+			if tc.version == gen2026 {
+				require.NoError(t, err)
+				require.Nil(t, res.Pause, "nothing is asked")
+				assert.Contains(t, res.Content[0].Text(), `"action":"decline"`)
+			} else {
+				assert.Nil(t, res.Pause, "nothing is asked (%v)", err)
+			}
 		})
 	}
 }
