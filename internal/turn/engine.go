@@ -491,6 +491,7 @@ func (t *Turn) keepLease(ctx context.Context) (context.Context, func() error) {
 		defer close(stopped)
 		tick := time.NewTicker(lease / 3)
 		defer tick.Stop()
+		warned := false
 		for {
 			select {
 			case <-done:
@@ -504,7 +505,10 @@ func (t *Turn) keepLease(ctx context.Context) (context.Context, func() error) {
 				cancel(err)
 				return
 			}
-			if err != nil && ctx.Err() == nil {
+			if err != nil && ctx.Err() == nil && !warned {
+				// Once a turn: an unreachable store fails every running
+				// turn's renewals, a few times a second each.
+				warned = true
 				t.e.log.Warn("renewing a turn's lock lease", "thread_id", t.begun.Thread.ID, "error", err.Error())
 			}
 		}
