@@ -221,3 +221,38 @@ func TestMCPGoServers(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPHolderGone: the instance holding a 2025-era call stops before the
+// answer comes; the instance that receives it tells the model the tool did
+// not complete, and the turn goes on.
+func TestMCPHolderGone(t *testing.T) {
+	redisSrv := redistest.Start(t)
+	server := newGoMCPServer(t, "2025-06-18")
+	openStore := func() *store.Redis {
+		st, err := store.OpenRedis(redisSrv.URL(), testStoreOpts)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	m := newFakeModel(t)
+	stA, stB := openStore(), openStore()
+	agentA, mgrA := mcpAgent(t, m, stA, server)
+	agentB, _ := mcpAgent(t, m, stB, server)
+	first := newChatd(t, stA, agentA, api.DefaultConfig)
+	second := newChatd(t, stB, agentB, api.DefaultConfig)
+	thread := first.mustThread(t)
+
+	m.add(toolReply("", call{"call_1", "srv__ask", `{}`}), textReply("Sorry, that did not work."))
+	paused := first.mustTurn(t, thread, "greet me")
+	require.Equal(t, "input_required", paused.Status)
+	require.NoError(t, mgrA.Close(), "the first instance stops: its held call is answered cancel")
+
+	done := second.mustAnswer(t, thread, paused.elicitationID(),
+		map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}})
+	require.Equal(t, "completed", done.Status)
+	assert.Equal(t, "Sorry, that did not work.", done.Message.Text)
+	assert.Equal(t, "failed", done.toolCalls()[0]["status"])
+	msgs := m.sent()[1].Messages
+	assert.Equal(t, "error: the tool did not complete: the chatd instance that was running it is gone",
+		msgs[len(msgs)-1]["content"], "the model is told")
+}
