@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chatd/internal/api"
+	"chatd/internal/blocks"
 )
 
 type wireThreadList struct {
@@ -28,9 +29,9 @@ func (ts *testServer) mustListThreads(tb testing.TB, as, query string) wireThrea
 func TestListThreads(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind))
-		// Principals of this test alone: the Cluster and Sentinel set-ups
-		// are shared by the package.
-		alice, bob := "list-a-"+t.Name(), "list-b-"+t.Name()
+		// Principals of this run alone: the Cluster and Sentinel set-ups
+		// are shared by the package (and by repeated runs, -count=N).
+		alice, bob := "list-a-"+blocks.NewID(), "list-b-"+blocks.NewID()
 		var ids []string
 		for range 5 {
 			ids = append(ids, ts.mustCreateThread(t, alice, "echo"))
@@ -62,7 +63,7 @@ func TestListThreads(t *testing.T) {
 		assert.Nil(t, ts.mustThread(t, alice, ids[1]).Title, "the thread itself has no title")
 
 		assert.Len(t, ts.mustListThreads(t, bob, "").Threads, 1, "each principal lists their own")
-		assert.Empty(t, ts.mustListThreads(t, "list-nobody-"+t.Name(), "").Threads)
+		assert.Empty(t, ts.mustListThreads(t, "list-nobody-"+blocks.NewID(), "").Threads)
 
 		for _, q := range []string{"?limit=0", "?limit=101", "?limit=x", "?before=", "?before=bogus!", "?limit=1&limit=2"} {
 			resp := ts.do(t, testRequest{method: http.MethodGet, path: "/v1/threads" + q, as: alice})
