@@ -101,7 +101,9 @@ func TestListChanged(t *testing.T) {
 			m := newTestManager(t, []agent.MCPServer{cfg}, mcptools.Options{})
 			require.NotContains(t, mustTools(t, m.Server("srv")), "srv__later")
 			srv.AddTool(&mcp.Tool{Name: "later", InputSchema: map[string]any{"type": "object"}},
-				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{}, nil
+				})
 			require.Eventually(t, func() bool {
 				_, ok := mustTools(t, m.Server("srv"))["srv__later"]
 				return ok
