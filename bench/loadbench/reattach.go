@@ -13,7 +13,7 @@ import (
 )
 
 // unlogged is a Redis store that keeps no turn event logs: the baseline
-// that row 7a's logged streamed turns are measured against.
+// that row 8a's logged streamed turns are measured against.
 type unlogged struct{ *store.Redis }
 
 func (u unlogged) BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnStart, error) {
@@ -30,9 +30,9 @@ func (u unlogged) AppendTurnEvents(context.Context, string, string, []store.Turn
 	return nil
 }
 
-// measureTurnLog measures row 7: what logging a streamed turn's events for
-// reattachment costs (7a with the log against 7b without, interleaved), and
-// how soon a reattach on another instance gets a turn's first event (7c).
+// measureTurnLog measures row 8: what logging a streamed turn's events for
+// reattachment costs (8a with the log against 8b without, interleaved), and
+// how soon a reattach on another instance gets a turn's first event (8c).
 func (b *bench) measureTurnLog(ctx context.Context) ([]row, error) {
 	n := b.cfg.requests
 	logged, err := newChatd(b.newRedisStore(store.Options{}), api.DefaultConfig, b.cfg.readHistory)
@@ -70,7 +70,7 @@ func (b *bench) measureTurnLog(ctx context.Context) ([]row, error) {
 		return nil, err
 	}
 
-	// 7c: turns run on one instance, reattached on another sharing Redis.
+	// 8c: turns run on one instance, reattached on another sharing Redis.
 	other, err := newChatd(b.newRedisStore(store.Options{}), api.DefaultConfig, b.cfg.readHistory)
 	if err != nil {
 		return nil, err
@@ -88,18 +88,18 @@ func (b *bench) measureTurnLog(ctx context.Context) ([]row, error) {
 		}
 		refs = append(refs, turnRef{id, ans.TurnID})
 	}
-	r7c, err := b.measured(ctx, n, func(ctx context.Context, worker, _ int) (time.Duration, error) {
+	r8c, err := b.measured(ctx, n, func(ctx context.Context, worker, _ int) (time.Duration, error) {
 		return otherC.firstEvent(ctx, refs[worker].thread, refs[worker].turn)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return []row{
-		{id: "7a", scenario: "streamed turn (20 deltas), Redis, events logged for reattachment", res: res[0],
-			ratio: ratio(res[0].throughput(), res[1].throughput()), ratioIs: "req/s ÷ 7b; goal ≥ 0.9"},
-		{id: "7b", scenario: "streamed turn (20 deltas), Redis, no event log", res: res[1], ratio: 1, ratioIs: "baseline"},
-		{id: "7c", scenario: "reattach on another instance: request → first replayed event", res: r7c, inner: true,
-			ratio: ratio(float64(percentile(r7c.inner, 50)), float64(time.Millisecond)), ratioIs: "p50 in ms"},
+		{id: "8a", scenario: "streamed turn (20 deltas), Redis, events logged for reattachment", res: res[0],
+			ratio: ratio(res[0].throughput(), res[1].throughput()), ratioIs: "req/s ÷ 8b; goal ≥ 0.9"},
+		{id: "8b", scenario: "streamed turn (20 deltas), Redis, no event log", res: res[1], ratio: 1, ratioIs: "baseline"},
+		{id: "8c", scenario: "reattach on another instance: request → first replayed event", res: r8c, inner: true,
+			ratio: ratio(float64(percentile(r8c.inner, 50)), float64(time.Millisecond)), ratioIs: "p50 in ms"},
 	}, nil
 }
 

@@ -205,10 +205,10 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		}
 	}
 
-	// 7: the turn event log and reattachment.
+	// 8: the turn event log and reattachment.
 	turnLog, err := b.measureTurnLog(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("row 7: %w", err)
+		return nil, fmt.Errorf("row 8: %w", err)
 	}
 
 	// 5: short against long threads.
@@ -239,8 +239,8 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		row{id: "6d", scenario: "the same turn over AG-UI (POST /v1/ag-ui)", res: r6d,
 			ratio: ratio(r6d.throughput(), r6.throughput()), ratioIs: "req/s ÷ native SSE (6b); goal ≥ 0.9"},
 	)
-	rows = append(rows, turnLog...)
 	rows = append(rows, cluster...)
+	rows = append(rows, turnLog...)
 	return rows, nil
 }
 

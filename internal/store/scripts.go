@@ -95,18 +95,11 @@ end
 
 -- add_events appends events to a turn's stream from ARGV[first] on: a count,
 -- then id, name, data for each. IDs are "0-<event id>"; an event the stream
--- already holds (a re-sent call) is skipped.
+-- already holds (a re-sent call) is refused by XADD, whose IDs only grow,
+-- and skipped.
 local function add_events(key, first)
-  local n = tonumber(ARGV[first])
-  if n == 0 then return end
-  local last = 0
-  local top = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
-  if #top > 0 then last = tonumber(string.sub(top[1][1], 3)) end
-  for i = 0, n - 1 do
-    local id = tonumber(ARGV[first + 1 + 3 * i])
-    if id > last then
-      redis.call('XADD', key, '0-' .. id, 'name', ARGV[first + 2 + 3 * i], 'data', ARGV[first + 3 + 3 * i])
-    end
+  for i = 0, tonumber(ARGV[first]) - 1 do
+    redis.pcall('XADD', key, '0-' .. ARGV[first + 1 + 3 * i], 'name', ARGV[first + 2 + 3 * i], 'data', ARGV[first + 3 + 3 * i])
   end
 end
 
@@ -307,7 +300,7 @@ if ARGV[13] ~= '' then redis.call('HSETNX', KEYS[1], 'preview', ARGV[13]) end
 for _, k in ipairs({KEYS[1], KEYS[10], KEYS[6], KEYS[7], KEYS[8]}) do
   redis.call('PEXPIRE', k, ttl)
 end
-if tonumber(ARGV[14]) > 0 and redis.call('EXISTS', KEYS[9]) == 1 then
+if tonumber(ARGV[14]) > 0 then
   add_events(KEYS[9], 17 + 2 * n)
   redis.call('PEXPIRE', KEYS[9], ARGV[14])
 end
@@ -327,7 +320,7 @@ if not held then return {'LOCKLOST'} end
 local token = lock_parts(held)
 if token ~= ARGV[1] then return {'LOCKLOST'} end
 redis.call('DEL', KEYS[1])
-if tonumber(ARGV[2]) > 0 and redis.call('EXISTS', KEYS[2]) == 1 then
+if tonumber(ARGV[2]) > 0 then
   add_events(KEYS[2], 3)
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
