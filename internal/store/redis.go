@@ -821,25 +821,19 @@ func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID stri
 	if err != nil || len(events) > 0 || ended == 1 || wait <= 0 {
 		return events, ended == 1, err
 	}
-	streams, err := r.client.XRead(ctx, &redis.XReadArgs{
-		Streams: []string{key, "0-" + strconv.Itoa(after)}, Block: wait,
-	}).Result()
+	// Wait for the log to grow, then read what is new as above: XREAD only
+	// wakes the reader (a stream entry may hold a batch of events, some of
+	// which the reader already has).
+	err = r.client.XRead(ctx, &redis.XReadArgs{
+		Streams: []string{key, "0-" + strconv.Itoa(after)}, Block: wait, Count: 1,
+	}).Err()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, wrapRedisError("turn events", err)
 	}
-	for _, st := range streams {
-		for _, m := range st.Messages {
-			e, err := eventFromStream(m)
-			if err != nil {
-				return nil, false, err
-			}
-			events = append(events, e)
-		}
-	}
-	return events, len(events) > 0 && events[len(events)-1].Final(), nil
+	return r.TurnEvents(ctx, threadID, principal, turnID, after, 0)
 }
 
 func eventsFromReply(data []any) ([]TurnEvent, error) {
@@ -855,16 +849,6 @@ func eventsFromReply(data []any) ([]TurnEvent, error) {
 		out = append(out, TurnEvent{ID: n, Name: name, Data: []byte(body)})
 	}
 	return out, nil
-}
-
-func eventFromStream(m redis.XMessage) (TurnEvent, error) {
-	n, err := strconv.Atoi(strings.TrimPrefix(m.ID, "0-"))
-	name, _ := m.Values["name"].(string)
-	data, _ := m.Values["data"].(string)
-	if err != nil || name == "" {
-		return TurnEvent{}, fmt.Errorf("store: corrupt turn event %q", m.ID)
-	}
-	return TurnEvent{ID: n, Name: name, Data: []byte(data)}, nil
 }
 
 // UpdateThread applies patch to the principal's thread and returns it. It

@@ -94,12 +94,23 @@ local function thread_reply(out, t, lockkey)
 end
 
 -- add_events appends events to a turn's stream from ARGV[first] on: a count,
--- then id, name, data for each. IDs are "0-<event id>"; an event the stream
--- already holds (a re-sent call) is refused by XADD, whose IDs only grow,
--- and skipped.
+-- then id, name, data for each. Events go in batches, one stream entry each
+-- (one XADD however many deltas a flush carries): the entry's ID is
+-- "0-<its last event id>", and each event is a field "<id> <name>" with its
+-- data. Entry IDs only grow, so a re-sent batch is refused by XADD and
+-- skipped; readers skip any event they already passed.
 local function add_events(key, first)
-  for i = 0, tonumber(ARGV[first]) - 1 do
-    redis.pcall('XADD', key, '0-' .. ARGV[first + 1 + 3 * i], 'name', ARGV[first + 2 + 3 * i], 'data', ARGV[first + 3 + 3 * i])
+  local n = tonumber(ARGV[first])
+  local i = 0
+  while i < n do
+    local j = math.min(i + 200, n)
+    local args = {'XADD', key, '0-' .. ARGV[first + 1 + 3 * (j - 1)]}
+    for k = i, j - 1 do
+      args[#args + 1] = ARGV[first + 1 + 3 * k] .. ' ' .. ARGV[first + 2 + 3 * k]
+      args[#args + 1] = ARGV[first + 3 + 3 * k]
+    end
+    redis.pcall(unpack(args))
+    i = j
   end
 end
 
@@ -343,13 +354,24 @@ if redis.call('EXISTS', KEYS[2]) == 0 then return {'NOTURN'} end
 local out = {'OK', 0}
 local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 if #top > 0 then
-  local name = top[1][2][2]
+  local f = top[1][2]
+  local last = f[#f - 1]
+  local name = string.sub(last, string.find(last, ' ', 1, true) + 1)
   if name == 'turn.completed' or name == 'error' then out[2] = 1 end
 end
+local seen = tonumber(ARGV[2])
 for _, e in ipairs(redis.call('XRANGE', KEYS[2], '(0-' .. ARGV[2], '+')) do
-  out[#out + 1] = string.sub(e[1], 3)
-  out[#out + 1] = e[2][2]
-  out[#out + 1] = e[2][4]
+  local f = e[2]
+  for i = 1, #f - 1, 2 do
+    local sp = string.find(f[i], ' ', 1, true)
+    local id = tonumber(string.sub(f[i], 1, sp - 1))
+    if id > seen then
+      seen = id
+      out[#out + 1] = tostring(id)
+      out[#out + 1] = string.sub(f[i], sp + 1)
+      out[#out + 1] = f[i + 1]
+    end
+  end
 end
 return out
 `)
