@@ -917,11 +917,14 @@ func (r *Redis) ListThreads(ctx context.Context, principal string, limit int, cu
 	}
 	index := ownerKey(principal)
 	var list ThreadList
+	// positioned says whether after holds a position to list from (the
+	// cursor's, then the last thread listed).
+	positioned := cursor != ""
 	for {
 		// One more than needed tells whether another page exists.
 		want := limit - len(list.Threads) + 1
 		score := ""
-		if cursor != "" {
+		if positioned {
 			score = strconv.FormatInt(after.updated, 10)
 		}
 		status, data, err := r.run(ctx, "list threads", listThreadsScript, []string{index}, want, score, after.id)
@@ -956,7 +959,7 @@ func (r *Redis) ListThreads(ctx context.Context, principal string, limit int, cu
 				break
 			}
 			list.Threads = append(list.Threads, *states[i])
-			after, cursor = c, "set"
+			after, positioned = c, true
 		}
 		if len(stale) > 0 {
 			if err := r.client.ZRem(ctx, index, stale...).Err(); err != nil {
