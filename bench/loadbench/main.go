@@ -55,7 +55,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.seedBatch, "seed-batch", 500, "messages per store commit when seeding long threads")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "after the row of -profile-row, run its load again under the CPU profiler and write the profile to this file")
 	fs.DurationVar(&cfg.profileFor, "profile-duration", 10*time.Second, "how long the profiled run of -cpuprofile lasts")
-	fs.StringVar(&cfg.profileRow, "profile-row", "2", "the row -cpuprofile profiles: 1, 2, 3, 4, 6, 6c or 6d")
+	fs.StringVar(&cfg.profileRow, "profile-row", "2", "the row -cpuprofile profiles: 1, 2, 2r, 3, 4, 6, 6c or 6d")
 	fs.BoolVar(&cfg.readHistory, "read-history", false, "rows 1, 2, 4 and 6 use an echo that reads its whole history window (chatd's default, 50), to show what a processor reading history costs")
 	fs.BoolVar(&cfg.turnsOnly, "turns-only", false, "measure only the plain-turn rows (1, 2, 2r, 2p, 3)")
 	fs.StringVar(&cfg.redisBin, "redis-server", "", "redis-server binary (default: from PATH, installed with apt-get when missing and root)")

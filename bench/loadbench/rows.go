@@ -138,6 +138,11 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		{id: "2p", scenario: "echo turn, Redis, a Redis round trip per request to count it (what a per-request Redis counter costs)", res: r2p,
 			ratio: ratio(r2p.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3)"},
 	}
+	for _, id := range []string{"1", "2", "3", "2r"} {
+		if err := b.maybeProfile(ctx, id, ops[id]); err != nil {
+			return nil, err
+		}
+	}
 	if b.cfg.turnsOnly {
 		return append([]row{
 			{id: "1", scenario: "echo turn, embedded store", res: r1,
@@ -146,11 +151,6 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 				ratio: ratio(r2.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3); goal ≥ 0.5"},
 		}, append(limitRows, row{id: "3", scenario: "floor: decode + one Redis MULTI of a commit's writes", res: r3,
 			ratio: 1, ratioIs: "baseline"})...), nil
-	}
-	for _, id := range []string{"1", "2", "3"} {
-		if err := b.maybeProfile(ctx, id, ops[id]); err != nil {
-			return nil, err
-		}
 	}
 
 	// 7: the same turn on a Cluster of three masters with a replica each,

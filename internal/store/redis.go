@@ -193,12 +193,39 @@ func eventArgs(args []any, events []TurnEvent) []any {
 	return args
 }
 
-// startEvents is a begin's first event, when it has one.
-func startEvents(t TurnBegin) []TurnEvent {
+// firstRecord is a begun turn's first event as a log record, kept in its
+// lock (see open_log in the scripts), or "" when the turn keeps no log.
+func firstRecord(t TurnBegin) string {
 	if t.ID == "" || t.Start.Name == "" {
-		return nil
+		return ""
 	}
-	return []TurnEvent{t.Start}
+	return logRecord(t.Start)
+}
+
+// logRecord is one event of a turn log kept as a string: the header
+// "<id> <name> <data length>\n", then the data.
+func logRecord(e TurnEvent) string {
+	return strconv.Itoa(e.ID) + " " + e.Name + " " + strconv.Itoa(len(e.Data)) + "\n" + string(e.Data)
+}
+
+// parseLog reads a turn log kept as a string of records.
+func parseLog(s string) ([]TurnEvent, error) {
+	var out []TurnEvent
+	for s != "" {
+		header, rest, ok := strings.Cut(s, "\n")
+		fields := strings.Fields(header)
+		if !ok || len(fields) != 3 {
+			return nil, fmt.Errorf("store: corrupt turn log record %q", header)
+		}
+		id, err1 := strconv.Atoi(fields[0])
+		n, err2 := strconv.Atoi(fields[2])
+		if err1 != nil || err2 != nil || n < 0 || n > len(rest) {
+			return nil, fmt.Errorf("store: corrupt turn log record %q", header)
+		}
+		out = append(out, TurnEvent{ID: id, Name: fields[1], Data: []byte(rest[:n])})
+		s = rest[n:]
+	}
+	return out, nil
 }
 
 // run executes a script (EVALSHA, falling back to EVAL the first time a
@@ -571,10 +598,9 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 		field = idempotencyField(b.Principal, b.IdempotencyKey)
 	}
 	k := keysFor(b.ThreadID)
-	args := eventArgs([]any{b.Principal, field, token, b.LockTTL.Milliseconds(), b.Turn.ID, b.Turn.Fingerprint,
-		r.opts.TurnEventsTTL.Milliseconds()}, startEvents(b.Turn))
+	args := []any{b.Principal, field, token, b.LockTTL.Milliseconds(), b.Turn.ID, b.Turn.Fingerprint, firstRecord(b.Turn)}
 	status, data, err := r.run(ctx, "begin turn", beginTurnScript,
-		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp, turnKey(b.ThreadID, b.Turn.ID), k.hist},
+		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp, k.hist},
 		windowArgs(b.Window, b.WindowByProcessor, args...)...)
 	if err != nil {
 		return TurnStart{}, err
@@ -631,10 +657,9 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 		return TurnStart{}, err
 	}
 	k := keysFor(b.ThreadID)
-	args := eventArgs([]any{b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds(), b.Turn.ID,
-		r.opts.TurnEventsTTL.Milliseconds()}, startEvents(b.Turn))
+	args := []any{b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds(), b.Turn.ID, firstRecord(b.Turn)}
 	status, data, err := r.run(ctx, "begin resume", beginResumeScript,
-		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, turnKey(b.ThreadID, b.Turn.ID), k.hist},
+		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.hist},
 		windowArgs(b.Window, b.WindowByProcessor, args...)...)
 	if err != nil {
 		return TurnStart{}, err
@@ -785,7 +810,8 @@ func (r *Redis) Release(ctx context.Context, rel ReleaseTurn) error {
 // trip. A log that has expired takes nothing and is not an error.
 func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, events []TurnEvent) error {
 	status, _, err := r.run(ctx, "append turn events", appendEventsScript,
-		[]string{turnKey(threadID, turnID)}, eventArgs(nil, events)...)
+		[]string{turnKey(threadID, turnID), keysFor(threadID).lock},
+		eventArgs([]any{turnID, r.opts.TurnEventsTTL.Milliseconds()}, events)...)
 	if err != nil {
 		return err
 	}
@@ -796,18 +822,35 @@ func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, e
 }
 
 // TurnEvents returns the events of a turn's log after the one with ID
-// after, oldest first, and whether the log has ended (holds its last
-// event). When there are none yet and the log has not ended it waits up to
+// after, oldest first, and whether the log has ended (its turn has ended,
+// so nothing follows). When there are none yet and the log has not ended it waits up to
 // wait for more (XREAD BLOCK). It returns ErrNotFound for a
 // thread principal does not own, ErrTurnNotFound for a log that does not
 // exist, and ErrUnavailable.
 func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
 	key := turnKey(threadID, turnID)
-	status, data, err := r.run(ctx, "turn events", turnEventsScript, []string{keysFor(threadID).thread, key}, principal, after)
+	k := keysFor(threadID)
+	status, data, err := r.run(ctx, "turn events", turnEventsScript, []string{k.thread, key, k.lock},
+		principal, after, turnID, r.opts.TurnEventsTTL.Milliseconds())
 	if err != nil {
 		return nil, false, err
 	}
 	switch status {
+	case "LOG":
+		// A log kept as a string was written whole when its turn ended:
+		// nothing follows it.
+		s, _ := replyString(data[0])
+		all, err := parseLog(s)
+		if err != nil {
+			return nil, false, err
+		}
+		events := make([]TurnEvent, 0, len(all))
+		for _, e := range all {
+			if e.ID > after {
+				events = append(events, e)
+			}
+		}
+		return events, true, nil
 	case "OK":
 	case "NOTFOUND":
 		return nil, false, fmt.Errorf("store: thread %s: %w", threadID, ErrNotFound)

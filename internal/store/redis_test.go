@@ -513,3 +513,81 @@ func TestRedisHistoryFieldsBounded(t *testing.T) {
 	assert.LessOrEqual(t, outOfOrder, (100+31)/5+1)
 	assert.LessOrEqual(t, len(fields), 2*(100+31)+2*(100/32+2))
 }
+
+// TestRedisTurnLogForms: a turn's log is a stream only when something needs
+// more than its first event while it runs; a turn answered as one body that
+// nobody followed writes its log once, as a string, when it ends. Both read
+// the same.
+func TestRedisTurnLogForms(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, testOpts)
+	th := mustCreateThread(t, st)
+	logType := func(turnID string) string {
+		kind, err := rdb.Type(ctx, "chatd:{"+th.ID+"}:turn:"+turnID).Result()
+		require.NoError(t, err)
+		return kind
+	}
+	run := func(follow bool) (store.TurnBegin, string) {
+		turn := newTestTurn("")
+		ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Turn: turn})
+		require.NoError(t, err)
+		require.Equal(t, "none", logType(turn.ID), "the first event lives in the lock")
+		if follow {
+			got, ended, err := st.TurnEvents(ctx, th.ID, alice, turn.ID, 0, 0)
+			require.NoError(t, err)
+			assert.Equal(t, []store.TurnEvent{turn.Start}, got)
+			assert.False(t, ended)
+		}
+		require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID,
+			Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testEvent(2, "turn.completed")}}))
+		return turn, logType(turn.ID)
+	}
+	for _, follow := range []bool{false, true} {
+		turn, kind := run(follow)
+		if follow {
+			assert.Equal(t, "stream", kind, "a reader made it a stream to wait on")
+		} else {
+			assert.Equal(t, "string", kind, "written whole at the end")
+		}
+		got, ended, err := st.TurnEvents(ctx, th.ID, alice, turn.ID, 0, 0)
+		require.NoError(t, err)
+		assert.Equal(t, []store.TurnEvent{turn.Start, testEvent(2, "turn.completed")}, got)
+		assert.True(t, ended)
+		got, _, err = st.TurnEvents(ctx, th.ID, alice, turn.ID, 1, 0)
+		require.NoError(t, err)
+		assert.Equal(t, []store.TurnEvent{testEvent(2, "turn.completed")}, got, "after an ID")
+		ttl, err := rdb.PTTL(ctx, "chatd:{"+th.ID+"}:turn:"+turn.ID).Result()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, time.Duration(0))
+		assert.LessOrEqual(t, ttl, store.DefaultOptions.TurnEventsTTL)
+	}
+}
+
+// TestRedisEarlierLockFormat: a lock written before the lock kept the
+// turn's first event (by an instance of the earlier version, mid-upgrade)
+// still names its turn, idempotency field and fingerprint.
+func TestRedisEarlierLockFormat(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, testOpts)
+	th := mustCreateThread(t, st)
+	turnID := blocks.NewID()
+	started := time.Now().UnixMilli()
+	// The idempotency field of alice's key "k|1".
+	lock := fmt.Sprintf("tok||%s|%d|fp-1|5:alice:k|1", turnID, started)
+	require.NoError(t, rdb.Set(ctx, "chatd:{"+th.ID+"}:lock", lock, time.Minute).Err())
+
+	got, _, err := st.GetThread(ctx, th.ID, alice)
+	require.NoError(t, err)
+	require.NotNil(t, got.Running)
+	assert.Equal(t, turnID, got.Running.ID)
+	_, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, IdempotencyKey: "k|1", LockTTL: lockTTL, Turn: newTestTurn("fp-1")})
+	var running *store.RunningError
+	require.ErrorAs(t, err, &running)
+	assert.Equal(t, store.RunningError{TurnID: turnID, Fingerprint: "fp-1"}, *running)
+}

@@ -58,14 +58,17 @@ local function owned_thread(key, principal)
 end
 
 -- The lock's value is "<token>|<claimed elicitation id>|<turn id>|<started
--- ms>|<request fingerprint>|<idempotency field>": the claim is empty for a
+-- ms>|<request fingerprint>|<length of the first event>|<the turn's first
+-- event as a log record><idempotency field>": the claim is empty for a
 -- plain turn, so a claim lives and dies with its lock, and the rest say
--- which turn runs. The idempotency field comes last because it may itself
--- hold '|'.
+-- which turn runs and how it began. The first event and the idempotency
+-- field come last, delimited by length, because they may hold '|'. A lock
+-- written before the first event was kept in it has the idempotency field
+-- where the length is (never a number: it holds ':').
 local function lock_parts(v)
   local parts = {}
   local start = 1
-  for i = 1, 5 do
+  for i = 1, 6 do
     local sep = string.find(v, '|', start, true)
     if sep then
       parts[i] = string.sub(v, start, sep - 1)
@@ -75,7 +78,15 @@ local function lock_parts(v)
       start = #v + 1
     end
   end
-  return parts[1], parts[2], parts[3], parts[4], parts[5], string.sub(v, start)
+  local n = tonumber(parts[6])
+  if not n then
+    return parts[1], parts[2], parts[3], parts[4], parts[5], parts[6] .. (start <= #v and '|' .. string.sub(v, start) or ''), ''
+  end
+  return parts[1], parts[2], parts[3], parts[4], parts[5], string.sub(v, start + n), string.sub(v, start, start + n - 1)
+end
+
+local function lock_value(token, claim, turn, fingerprint, idem, first)
+  return token .. '|' .. claim .. '|' .. turn .. '|' .. now_ms() .. '|' .. fingerprint .. '|' .. #first .. '|' .. first .. idem
 end
 
 -- thread_reply is a thread record followed by its running turn (ID and
@@ -112,6 +123,57 @@ local function add_events(key, first)
     redis.pcall(unpack(args))
     i = j
   end
+end
+
+-- A turn's log is a stream while it runs and someone needs more than its
+-- first event (an append of streamed events, or a reader waiting for the
+-- rest), so that readers can wait on it with XREAD; until then its first
+-- event lives in the lock. A turn that ends with no stream (a turn answered
+-- as one body that no one followed) writes its whole log at once, as a
+-- string of records: "<id> <name> <data length>\n<data>" each. One SET
+-- costs Redis a fraction of creating a stream.
+local function log_record(id, name, data) return id .. ' ' .. name .. ' ' .. #data .. '\n' .. data end
+
+local function parse_record(r)
+  local sp1 = string.find(r, ' ', 1, true)
+  local sp2 = string.find(r, ' ', sp1 + 1, true)
+  local nl = string.find(r, '\n', sp2 + 1, true)
+  return string.sub(r, 1, sp1 - 1), string.sub(r, sp1 + 1, sp2 - 1), string.sub(r, nl + 1)
+end
+
+-- open_log makes turn's log at logkey a stream if it is not one yet and the
+-- turn still holds the lock, starting it with the turn's first event and
+-- making it live extra_ms past the lock. It returns the log's type: stream,
+-- string (the turn ended) or none (no such turn, or it ended long ago).
+local function open_log(logkey, lockkey, turn, extra_ms)
+  local kind = redis.call('TYPE', logkey)['ok']
+  if kind ~= 'none' then return kind end
+  local held = redis.call('GET', lockkey)
+  if not held then return 'none' end
+  local _, _, id, _, _, _, first = lock_parts(held)
+  if id ~= turn or first == '' then return 'none' end
+  local eid, name, data = parse_record(first)
+  redis.call('XADD', logkey, '0-' .. eid, eid .. ' ' .. name, data)
+  redis.call('PEXPIRE', logkey, redis.call('PTTL', lockkey) + extra_ms)
+  return 'stream'
+end
+
+-- close_log adds a turn's last events (ARGV from first on, as add_events
+-- reads them) to its log and makes the log live ttl_ms: appended to its
+-- stream, or, when there is none, the whole log written as one string
+-- after the turn's first event (the record from its lock).
+local function close_log(logkey, first_record, first, ttl_ms)
+  if redis.call('EXISTS', logkey) == 1 then
+    add_events(logkey, first)
+    redis.call('PEXPIRE', logkey, ttl_ms)
+    return
+  end
+  local out = {first_record}
+  for k = 0, tonumber(ARGV[first]) - 1 do
+    out[#out + 1] = log_record(ARGV[first + 1 + 3 * k], ARGV[first + 2 + 3 * k], ARGV[first + 3 + 3 * k])
+  end
+  local log = table.concat(out)
+  if log ~= '' then redis.call('SET', logkey, log, 'PX', ttl_ms) end
 end
 
 -- window_size is the history window for a thread bound to processor:
@@ -165,10 +227,10 @@ return {'OK'}
 `)
 
 // beginTurnScript: KEYS thread, lock, pending, msgs, msgdata, idem, idemexp,
-// turn events, history; ARGV 1 principal, 2 idempotency field (empty for none),
-// 3 token, 4 lock_ttl_ms, 5 turn id, 6 fingerprint, 7 events_ttl_ms,
-// 8 start event count (0 or 1), 9-11 its id, name, data, then the window:
-// its default, then processor and window pairs.
+// history; ARGV 1 principal, 2 idempotency field (empty for none), 3 token,
+// 4 lock_ttl_ms, 5 turn id, 6 fingerprint, 7 the turn's first event as a log
+// record (empty for none; kept in the lock), then the window: its default,
+// then processor and window pairs.
 // Returns NOTFOUND | REPLAY + thread + record | BUSY | RUNNING + turn id +
 // fingerprint | PENDING + pending JSON | OK + thread + window messages.
 // A lock held by ARGV token was taken by a first run of this call: nothing
@@ -185,9 +247,9 @@ if ARGV[2] ~= '' then
     return out
   end
 end
-local wfirst = 9 + 3 * tonumber(ARGV[8])
+local wfirst = 8
 local function ok()
-  return append_all(thread_reply({'OK'}, t, KEYS[2]), hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[9], window_size(t[2], wfirst)))
+  return append_all(thread_reply({'OK'}, t, KEYS[2]), hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], window_size(t[2], wfirst)))
 end
 local held = redis.call('GET', KEYS[2])
 if held then
@@ -198,18 +260,14 @@ if held then
 end
 local p = redis.call('HGET', KEYS[3], 'data')
 if p then return {'PENDING', p} end
-redis.call('SET', KEYS[2], ARGV[3] .. '||' .. ARGV[5] .. '|' .. now_ms() .. '|' .. ARGV[6] .. '|' .. ARGV[2], 'PX', ARGV[4])
-if ARGV[5] ~= '' then
-  add_events(KEYS[8], 8)
-  redis.call('PEXPIRE', KEYS[8], tonumber(ARGV[4]) + tonumber(ARGV[7]))
-end
+redis.call('SET', KEYS[2], lock_value(ARGV[3], '', ARGV[5], ARGV[6], ARGV[2], ARGV[7]), 'PX', ARGV[4])
 return ok()
 `)
 
 // beginResumeScript: KEYS thread, lock, pending, msgs, msgdata, elicitations,
-// turn events, history; ARGV 1 principal, 2 elicitation id, 3 token, 4 lock_ttl_ms,
-// 5 turn id, 6 events_ttl_ms, 7 start event count (0 or 1), 8-10 its id,
-// name, data, then the window: its default, then processor and window pairs.
+// history; ARGV 1 principal, 2 elicitation id, 3 token, 4 lock_ttl_ms,
+// 5 turn id, 6 the turn's first event as a log record (empty for none), then
+// the window: its default, then processor and window pairs.
 // Returns NOTFOUND | BUSY (another turn, or another answer's live claim)
 // | CONSUMED | EXPIRED [+ 'first'] | UNKNOWN
 // | OK + thread + pending JSON + window messages. A claim on this
@@ -219,7 +277,7 @@ var beginResumeScript = newScript(`
 local t = owned_thread(KEYS[1], ARGV[1])
 if not t then return {'NOTFOUND'} end
 local id = ARGV[2]
-local wfirst = 8 + 3 * tonumber(ARGV[7])
+local wfirst = 7
 local p = redis.call('HMGET', KEYS[3], 'id', 'data')
 if p[1] and p[1] == id then
   local held = redis.call('GET', KEYS[2])
@@ -229,15 +287,11 @@ if p[1] and p[1] == id then
     -- if its instance dies, the claim lapses with the lock's lease.
     if claim ~= id or token ~= ARGV[3] then return {'BUSY'} end
   else
-    redis.call('SET', KEYS[2], ARGV[3] .. '|' .. id .. '|' .. ARGV[5] .. '|' .. now_ms() .. '||', 'PX', ARGV[4])
-    if ARGV[5] ~= '' then
-      add_events(KEYS[7], 7)
-      redis.call('PEXPIRE', KEYS[7], tonumber(ARGV[4]) + tonumber(ARGV[6]))
-    end
+    redis.call('SET', KEYS[2], lock_value(ARGV[3], id, ARGV[5], '', '', ARGV[6]), 'PX', ARGV[4])
   end
   local out = thread_reply({'OK'}, t, KEYS[2])
   out[#out + 1] = p[2]
-  return append_all(out, hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], window_size(t[2], wfirst)))
+  return append_all(out, hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[7], window_size(t[2], wfirst)))
 end
 local state = redis.call('HGET', KEYS[6], id)
 if state == 'consumed' then return {'CONSUMED'} end
@@ -270,7 +324,11 @@ return {'UNKNOWN'}
 var commitScript = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOTFOUND'} end
 local held = redis.call('GET', KEYS[2])
-local token = held and lock_parts(held)
+local token, first_record = nil, ''
+if held then
+  local parts = {lock_parts(held)}
+  token, first_record = parts[1], parts[7]
+end
 if token ~= ARGV[1] then
   if redis.call('HGET', KEYS[1], 'last_commit') == ARGV[12] then return {'OK'} end
   return {'LOCKLOST'}
@@ -311,10 +369,7 @@ if ARGV[13] ~= '' then redis.call('HSETNX', KEYS[1], 'preview', ARGV[13]) end
 for _, k in ipairs({KEYS[1], KEYS[10], KEYS[6], KEYS[7], KEYS[8]}) do
   redis.call('PEXPIRE', k, ttl)
 end
-if tonumber(ARGV[14]) > 0 then
-  add_events(KEYS[9], 17 + 2 * n)
-  redis.call('PEXPIRE', KEYS[9], ARGV[14])
-end
+if tonumber(ARGV[14]) > 0 then close_log(KEYS[9], first_record, 17 + 2 * n, ARGV[14]) end
 redis.call('DEL', KEYS[2])
 return {'OK'}
 `)
@@ -328,36 +383,39 @@ return {'OK'}
 var releaseScript = newScript(`
 local held = redis.call('GET', KEYS[1])
 if not held then return {'LOCKLOST'} end
-local token = lock_parts(held)
+local token, _, _, _, _, _, first_record = lock_parts(held)
 if token ~= ARGV[1] then return {'LOCKLOST'} end
 redis.call('DEL', KEYS[1])
-if tonumber(ARGV[2]) > 0 then
-  add_events(KEYS[2], 3)
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
-end
+if tonumber(ARGV[2]) > 0 then close_log(KEYS[2], first_record, 3, ARGV[2]) end
 return {'OK'}
 `)
 
-// appendEventsScript: KEYS turn events; ARGV event count, then id, name,
-// data for each event. A log that no longer exists takes nothing.
+// appendEventsScript: KEYS turn events, lock; ARGV 1 turn id, 2
+// events_ttl_ms, 3 event count, then id, name, data for each event. The log
+// of a turn that no longer runs takes nothing.
 var appendEventsScript = newScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then add_events(KEYS[1], 1) end
+if open_log(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2])) == 'stream' then add_events(KEYS[1], 3) end
 return {'OK'}
 `)
 
-// turnEventsScript: KEYS thread, turn events; ARGV principal, after.
-// Returns NOTFOUND | NOTURN | OK, ended (0|1), then id, name, data for each
-// event after ARGV after.
+// turnEventsScript: KEYS thread, turn events, lock; ARGV 1 principal,
+// 2 after, 3 turn id, 4 events_ttl_ms.
+// Returns NOTFOUND | NOTURN | LOG + the log as a string of records (the
+// turn has ended) | OK, ended (0|1), then id, name, data for each event
+// after ARGV after. Reading a running turn's log makes it a stream, so that
+// the reader can wait for what follows.
 var turnEventsScript = newScript(`
 if not owned_thread(KEYS[1], ARGV[1]) then return {'NOTFOUND'} end
-if redis.call('EXISTS', KEYS[2]) == 0 then return {'NOTURN'} end
-local out = {'OK', 0}
-local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-if #top > 0 then
-  local f = top[1][2]
-  local last = f[#f - 1]
-  local name = string.sub(last, string.find(last, ' ', 1, true) + 1)
-  if name == 'turn.completed' or name == 'error' then out[2] = 1 end
+local kind = open_log(KEYS[2], KEYS[3], ARGV[3], tonumber(ARGV[4]))
+if kind == 'none' then return {'NOTURN'} end
+if kind == 'string' then return {'LOG', redis.call('GET', KEYS[2])} end
+-- The log has ended once its turn no longer holds the lock: the commit or
+-- release that ends the turn logs its last events in the same step.
+local out = {'OK', 1}
+local held = redis.call('GET', KEYS[3])
+if held then
+  local _, _, id = lock_parts(held)
+  if id == ARGV[3] then out[2] = 0 end
 end
 local seen = tonumber(ARGV[2])
 for _, e in ipairs(redis.call('XRANGE', KEYS[2], '(0-' .. ARGV[2], '+')) do

@@ -172,6 +172,12 @@ func testRunningTurn(t *testing.T, newStore newStoreFunc) {
 	got, _, err = st.GetThread(ctx, th.ID, alice)
 	require.NoError(t, err)
 	assert.Nil(t, got.Running, "released")
+	// A turn released with no last event has still ended: a reader is not
+	// kept waiting for events that will never come.
+	events, ended, err := st.TurnEvents(ctx, th.ID, alice, turn.ID, 0, time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, []store.TurnEvent{turn.Start}, events)
+	assert.True(t, ended)
 }
 
 func errorAs[T error](err error) bool {
