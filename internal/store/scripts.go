@@ -1,6 +1,10 @@
 package store
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Every Redis operation is one of these Lua scripts: Redis runs a script
 // without interleaving any other command, so each operation is atomic, and
@@ -192,7 +196,116 @@ local function append_all(out, items)
 end
 `
 
-func newScript(body string) *redis.Script { return redis.NewScript(luaHelpers + historyLua + body) }
+// newScript prepends to body the helpers it uses (see luaPrelude).
+func newScript(body string) *redis.Script { return redis.NewScript(luaPrelude(body) + body) }
+
+// luaPrelude returns the definitions of luaHelpers and historyLua that body
+// refers to, with those they refer to in turn, in their order. Redis runs a
+// script's every line on every call, so each definition a script carries but
+// never calls costs every call a closure.
+func luaPrelude(body string) string {
+	defs := luaDefinitions(luaHelpers + historyLua)
+	used := make([]bool, len(defs))
+	pending := []string{body}
+	for len(pending) > 0 {
+		src := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		for i, d := range defs {
+			if used[i] {
+				continue
+			}
+			for _, name := range d.names {
+				if luaRefers(src, name) {
+					used[i] = true
+					pending = append(pending, d.src)
+					break
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	for i, d := range defs {
+		if used[i] {
+			b.WriteString(d.src)
+		}
+	}
+	return b.String()
+}
+
+// luaDefinition is one top-level local of the helpers: the names it
+// defines and its source, with the comment above it.
+type luaDefinition struct {
+	names []string
+	src   string
+}
+
+// luaDefinitions splits Lua source into its top-level definitions: each
+// begins at a line "local …" at the start of a line, and the comment lines
+// before it belong to it.
+func luaDefinitions(src string) []luaDefinition {
+	var defs []luaDefinition
+	var cur, comment strings.Builder
+	var names []string
+	flush := func() {
+		if len(names) > 0 {
+			defs = append(defs, luaDefinition{names: names, src: cur.String()})
+		}
+		cur.Reset()
+		names = nil
+	}
+	for line := range strings.Lines(src) {
+		switch {
+		case strings.HasPrefix(line, "--"):
+			comment.WriteString(line)
+			continue
+		case strings.HasPrefix(line, "local "):
+			flush()
+			cur.WriteString(comment.String())
+			names = luaLocalNames(line)
+		default:
+			cur.WriteString(comment.String())
+		}
+		comment.Reset()
+		cur.WriteString(line)
+	}
+	flush()
+	return defs
+}
+
+// luaLocalNames returns the names a line "local function f(" or
+// "local a, b = …" defines.
+func luaLocalNames(line string) []string {
+	rest := strings.TrimPrefix(line, "local ")
+	if fn, ok := strings.CutPrefix(rest, "function "); ok {
+		name, _, _ := strings.Cut(fn, "(")
+		return []string{strings.TrimSpace(name)}
+	}
+	lhs, _, _ := strings.Cut(rest, "=")
+	var names []string
+	for n := range strings.SplitSeq(lhs, ",") {
+		names = append(names, strings.TrimSpace(n))
+	}
+	return names
+}
+
+// luaRefers reports whether src mentions name as a whole word.
+func luaRefers(src, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(src[i:], name)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(name)
+		if (start == 0 || !luaWordByte(src[start-1])) && (end == len(src) || !luaWordByte(src[end])) {
+			return true
+		}
+		i = end
+	}
+}
+
+func luaWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
 
 // createScript: KEYS thread; ARGV owner, processor, created, updated, ttl_ms,
 // call id. Returns EXISTS | OK. A thread holding this call's ID was written
