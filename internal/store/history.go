@@ -58,12 +58,17 @@ const historyLua = `
 local CHUNK, LIVE = 32, 64
 
 -- id_less compares IDs byte by byte: Lua's < on strings follows the server's
--- locale, which a replica need not share.
+-- locale, which a replica need not share. Time-ordered IDs share long
+-- prefixes, so it skips equal 8-byte blocks first: a call into Lua's string
+-- library costs far more than comparing the strings it returns.
 local function id_less(a, b)
   if a == b then return false end
-  for i = 1, math.min(#a, #b) do
+  local i, n = 1, math.min(#a, #b)
+  while i + 7 <= n and string.sub(a, i, i + 7) == string.sub(b, i, i + 7) do i = i + 8 end
+  while i <= n do
     local x, y = string.byte(a, i), string.byte(b, i)
     if x ~= y then return x < y end
+    i = i + 1
   end
   return #a < #b
 end
@@ -75,10 +80,12 @@ local function sealed_end(seq) return math.max(0, math.floor((seq - LIVE) / CHUN
 
 local function record_id(r) return string.match(r, '^{"id":"([^"]*)"') end
 
--- hist_state returns seq, first, greatest ID, bytes and out-of-order count.
+-- hist_state returns seq, first, greatest ID, bytes, out-of-order count,
+-- and whether the thread has a first position yet (it gets one with its
+-- first commit, or when an earlier layout is converted).
 local function hist_state(t)
   local s = redis.call('HMGET', t, 'seq', 'hfirst', 'hmax', 'bytes', 'hooo')
-  return tonumber(s[1]) or 0, tonumber(s[2]) or 1, s[3] or '', tonumber(s[4]) or 0, tonumber(s[5]) or 0
+  return tonumber(s[1]) or 0, tonumber(s[2]) or 1, s[3] or '', tonumber(s[4]) or 0, tonumber(s[5]) or 0, s[2] ~= false
 end
 
 -- chunk_top returns sealed chunk c's greatest ID, or nil.
@@ -128,8 +135,8 @@ end
 
 -- hist_put appends records after position seq, ids[i] naming datas[i],
 -- seals the chunks that fall behind, and returns the new greatest ID and
--- out-of-order count.
-local function hist_put(t, h, seq, top, ooo, ids, datas)
+-- out-of-order count, which the caller records in the thread hash.
+local function hist_put(h, seq, top, ooo, ids, datas)
   for i = 1, #ids do
     local pos = seq + i
     if id_less(top, ids[i]) then
@@ -141,7 +148,6 @@ local function hist_put(t, h, seq, top, ooo, ids, datas)
     end
   end
   for pos = sealed_end(seq) + CHUNK, sealed_end(seq + #ids), CHUNK do seal(h, chunk_of(pos)) end
-  redis.call('HSET', t, 'seq', seq + #ids, 'hmax', top, 'hooo', ooo)
   return top, ooo
 end
 
@@ -165,12 +171,23 @@ local function hist_upgrade(t, msgs, msgdata, h)
   redis.call('HSET', t, 'hfirst', first, 'bytes', bytes)
   if #keep > 0 then
     -- Positions before first exist only as empty records of their chunk.
-    hist_put(t, h, first - 1, '', 0, keep_ids, keep)
+    local top, ooo = hist_put(h, first - 1, '', 0, keep_ids, keep)
+    redis.call('HSET', t, 'hmax', top, 'hooo', ooo)
     local ttl = redis.call('PTTL', t)
     if ttl > 0 then redis.call('PEXPIRE', h, ttl) end
   end
   redis.call('HSET', t, 'seq', seq)
   redis.call('DEL', msgs, msgdata)
+end
+
+-- hist_open returns the history's state (hist_state's first five values),
+-- converting a thread written by the earlier layout first. Only a thread
+-- without a first position can be one, so the others are not looked for.
+local function hist_open(t, msgs, msgdata, h)
+  local seq, first, top, bytes, ooo, positioned = hist_state(t)
+  if positioned or redis.call('EXISTS', msgs) == 0 then return seq, first, top, bytes, ooo end
+  hist_upgrade(t, msgs, msgdata, h)
+  return hist_state(t)
 end
 
 -- hist_range returns the JSON of positions lo … hi, oldest first, as
@@ -208,9 +225,8 @@ end
 -- hist_window returns the newest n messages' JSON, oldest first, converting
 -- an earlier layout first.
 local function hist_window(t, msgs, msgdata, h, n)
-  hist_upgrade(t, msgs, msgdata, h)
   if n <= 0 then return {} end
-  local seq, first = hist_state(t)
+  local seq, first = hist_open(t, msgs, msgdata, h)
   return hist_range(h, seq, math.max(first, seq - n + 1), seq)
 end
 
@@ -259,12 +275,12 @@ end
 
 -- hist_append appends messages (ids[i] naming datas[i]) and trims the
 -- oldest beyond maxcount, then until the rest is within maxbytes (the newest
--- message being kept whatever its size).
-local function hist_append(t, msgs, msgdata, h, ids, datas, maxcount, maxbytes)
-  hist_upgrade(t, msgs, msgdata, h)
-  local seq, first, top, bytes, ooo = hist_state(t)
+-- message being kept whatever its size). fields are more field and value
+-- pairs of the thread hash, written in the same HSET as the history's.
+local function hist_append(t, msgs, msgdata, h, ids, datas, maxcount, maxbytes, fields)
+  local seq, first, top, bytes, ooo = hist_open(t, msgs, msgdata, h)
   for i = 1, #datas do bytes = bytes + #datas[i] end
-  top, ooo = hist_put(t, h, seq, top, ooo, ids, datas)
+  top, ooo = hist_put(h, seq, top, ooo, ids, datas)
   seq = seq + #ids
   local sealed = sealed_end(seq)
   local drop = math.max(seq - first + 1 - maxcount, 0)
@@ -288,15 +304,17 @@ local function hist_append(t, msgs, msgdata, h, ids, datas, maxcount, maxbytes)
     end
     first, drop = first + 1, drop - 1
   end
-  redis.call('HSET', t, 'hfirst', first, 'bytes', bytes, 'hooo', ooo)
+  -- One write of the thread hash for the history and the caller's fields.
+  local out = {'seq', seq, 'hmax', top, 'hfirst', first, 'bytes', bytes, 'hooo', ooo}
+  for i = 1, #fields do out[#out + 1] = fields[i] end
+  redis.call('HSET', t, unpack(out))
 end
 
 -- hist_page returns more (0|1) and the JSON of the newest limit messages
 -- older than before (all, when before is ''), oldest first; nil when before
 -- is not in the history.
 local function hist_page(t, msgs, msgdata, h, limit, before)
-  hist_upgrade(t, msgs, msgdata, h)
-  local seq, first = hist_state(t)
+  local seq, first = hist_open(t, msgs, msgdata, h)
   local hi = seq
   if before ~= '' then
     local p = hist_position(h, seq, first, before)

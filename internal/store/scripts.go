@@ -89,19 +89,22 @@ local function lock_parts(v)
   return parts[1], parts[2], parts[3], parts[4], parts[5], string.sub(v, start + n), string.sub(v, start, start + n - 1)
 end
 
-local function lock_value(token, claim, turn, fingerprint, idem, first)
-  return token .. '|' .. claim .. '|' .. turn .. '|' .. now_ms() .. '|' .. fingerprint .. '|' .. #first .. '|' .. first .. idem
+local function lock_value(token, claim, turn, started, fingerprint, idem, first)
+  return token .. '|' .. claim .. '|' .. turn .. '|' .. started .. '|' .. fingerprint .. '|' .. #first .. '|' .. first .. idem
 end
 
 -- thread_reply is a thread record followed by its running turn (ID and
--- start, or false, false), read from the lock.
-local function thread_reply(out, t, lockkey)
+-- start, or false, false): turn and started when given, else read from the
+-- lock.
+local function thread_reply(out, t, lockkey, turn, started)
   for i = 1, 7 do out[#out + 1] = t[i] end
-  local held = redis.call('GET', lockkey)
-  local turn, started = false, false
-  if held then
-    local _, _, id, ms = lock_parts(held)
-    if id ~= '' then turn, started = id, ms end
+  if not turn then
+    local held = redis.call('GET', lockkey)
+    turn, started = false, false
+    if held then
+      local _, _, id, ms = lock_parts(held)
+      if id ~= '' then turn, started = id, ms end
+    end
   end
   out[#out + 1] = turn
   out[#out + 1] = started
@@ -361,8 +364,8 @@ if ARGV[2] ~= '' then
   end
 end
 local wfirst = 8
-local function ok()
-  return append_all(thread_reply({'OK'}, t, KEYS[2]), hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], window_size(t[2], wfirst)))
+local function ok(turn, started)
+  return append_all(thread_reply({'OK'}, t, KEYS[2], turn, started), hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], window_size(t[2], wfirst)))
 end
 local held = redis.call('GET', KEYS[2])
 if held then
@@ -373,8 +376,10 @@ if held then
 end
 local p = redis.call('HGET', KEYS[3], 'data')
 if p then return {'PENDING', p} end
-redis.call('SET', KEYS[2], lock_value(ARGV[3], '', ARGV[5], ARGV[6], ARGV[2], ARGV[7]), 'PX', ARGV[4])
-return ok()
+local started = tostring(now_ms())
+redis.call('SET', KEYS[2], lock_value(ARGV[3], '', ARGV[5], started, ARGV[6], ARGV[2], ARGV[7]), 'PX', ARGV[4])
+if ARGV[5] == '' then return ok(false, false) end
+return ok(ARGV[5], started)
 `)
 
 // beginResumeScript: KEYS thread, lock, pending, msgs, msgdata, elicitations,
@@ -400,7 +405,7 @@ if p[1] and p[1] == id then
     -- if its instance dies, the claim lapses with the lock's lease.
     if claim ~= id or token ~= ARGV[3] then return {'BUSY'} end
   else
-    redis.call('SET', KEYS[2], lock_value(ARGV[3], id, ARGV[5], '', '', ARGV[6]), 'PX', ARGV[4])
+    redis.call('SET', KEYS[2], lock_value(ARGV[3], id, ARGV[5], now_ms(), '', '', ARGV[6]), 'PX', ARGV[4])
   end
   local out = thread_reply({'OK'}, t, KEYS[2])
   out[#out + 1] = p[2]
@@ -447,15 +452,16 @@ if token ~= ARGV[1] then
   return {'LOCKLOST'}
 end
 
-local now = now_ms()
-local ttl = tonumber(ARGV[4])
 local n = tonumber(ARGV[15])
+local fields = {'updated', ARGV[2], 'last_commit', ARGV[12]}
 if n > 0 then
   local ids, datas = {}, {}
   for i = 0, n - 1 do
     ids[#ids + 1], datas[#datas + 1] = ARGV[16 + 2 * i], ARGV[17 + 2 * i]
   end
-  hist_append(KEYS[1], KEYS[4], KEYS[5], KEYS[10], ids, datas, tonumber(ARGV[3]), tonumber(ARGV[16 + 2 * n]))
+  hist_append(KEYS[1], KEYS[4], KEYS[5], KEYS[10], ids, datas, tonumber(ARGV[3]), tonumber(ARGV[16 + 2 * n]), fields)
+else
+  redis.call('HSET', KEYS[1], unpack(fields))
 end
 if ARGV[5] ~= '' then
   if redis.call('HGET', KEYS[3], 'id') == ARGV[5] then redis.call('DEL', KEYS[3]) end
@@ -465,23 +471,30 @@ if ARGV[6] ~= '' then
   redis.call('DEL', KEYS[3])
   redis.call('HSET', KEYS[3], 'id', ARGV[6], 'data', ARGV[7])
   -- The pending state never outlives its thread.
-  redis.call('PEXPIREAT', KEYS[3], math.min(tonumber(ARGV[8]), now + ttl))
+  redis.call('PEXPIREAT', KEYS[3], math.min(tonumber(ARGV[8]), now_ms() + tonumber(ARGV[4])))
   redis.call('HSET', KEYS[6], ARGV[6], 'issued')
 end
-local expired = redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', now)
-if #expired > 0 then
-  hdel_all(KEYS[7], expired)
-  redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
-end
 if ARGV[9] ~= '' then
+  -- Idempotency records are swept and their keys' lives extended when one
+  -- is added: a record only matters for IdempotencyTTL after it is written,
+  -- and a thread that stops sending keys keeps what it has until then at
+  -- most, so its other turns need not touch them.
+  local now = now_ms()
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', now)
+  if #expired > 0 then
+    hdel_all(KEYS[7], expired)
+    redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now)
+  end
   redis.call('HSET', KEYS[7], ARGV[9], ARGV[10])
   redis.call('ZADD', KEYS[8], now + tonumber(ARGV[11]), ARGV[9])
+  local keep = math.max(tonumber(ARGV[4]), tonumber(ARGV[11]))
+  redis.call('PEXPIRE', KEYS[7], keep)
+  redis.call('PEXPIRE', KEYS[8], keep)
 end
-redis.call('HSET', KEYS[1], 'updated', ARGV[2], 'last_commit', ARGV[12])
 if ARGV[13] ~= '' then redis.call('HSETNX', KEYS[1], 'preview', ARGV[13]) end
-for _, k in ipairs({KEYS[1], KEYS[10], KEYS[6], KEYS[7], KEYS[8]}) do
-  redis.call('PEXPIRE', k, ttl)
-end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[10], ARGV[4])
+redis.call('PEXPIRE', KEYS[6], ARGV[4])
 if tonumber(ARGV[14]) > 0 then close_log(KEYS[9], first_record, 17 + 2 * n, ARGV[14]) end
 redis.call('DEL', KEYS[2])
 return {'OK'}
