@@ -184,13 +184,17 @@ func ownerKey(principal string) string {
 	return "chatd:{p:" + hex.EncodeToString(sum[:16]) + "}:threads"
 }
 
-// eventArgs appends a count and then id, name, data for each event.
+// eventArgs appends the ID of the last of events and their records (see
+// logRecord), or 0 and "" when there are none.
 func eventArgs(args []any, events []TurnEvent) []any {
-	args = append(args, len(events))
-	for _, e := range events {
-		args = append(args, e.ID, e.Name, e.Data)
+	if len(events) == 0 {
+		return append(args, 0, "")
 	}
-	return args
+	var records strings.Builder
+	for _, e := range events {
+		records.WriteString(logRecord(e))
+	}
+	return append(args, events[len(events)-1].ID, records.String())
 }
 
 // firstRecord is a begun turn's first event as a log record, kept in its
@@ -836,21 +840,6 @@ func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID stri
 		return nil, false, err
 	}
 	switch status {
-	case "LOG":
-		// A log kept as a string was written whole when its turn ended:
-		// nothing follows it.
-		s, _ := replyString(data[0])
-		all, err := parseLog(s)
-		if err != nil {
-			return nil, false, err
-		}
-		events := make([]TurnEvent, 0, len(all))
-		for _, e := range all {
-			if e.ID > after {
-				events = append(events, e)
-			}
-		}
-		return events, true, nil
 	case "OK":
 	case "NOTFOUND":
 		return nil, false, fmt.Errorf("store: thread %s: %w", threadID, ErrNotFound)
@@ -860,7 +849,7 @@ func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID stri
 		return nil, false, unexpectedStatus("turn events", status)
 	}
 	ended, _ := data[0].(int64)
-	events, err := eventsFromReply(data[1:])
+	events, err := eventsFromReply(data[1:], after)
 	if err != nil || len(events) > 0 || ended == 1 || wait <= 0 {
 		return events, ended == 1, err
 	}
@@ -879,17 +868,23 @@ func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID stri
 	return r.TurnEvents(ctx, threadID, principal, turnID, after, 0)
 }
 
-func eventsFromReply(data []any) ([]TurnEvent, error) {
-	out := make([]TurnEvent, 0, len(data)/3)
-	for i := 0; i+2 < len(data); i += 3 {
-		id, _ := replyString(data[i])
-		name, _ := replyString(data[i+1])
-		body, _ := replyString(data[i+2])
-		n, err := strconv.Atoi(id)
+// eventsFromReply reads the strings of records a log is read as, keeping
+// the events after ID after: a batch may begin before it, and a batch
+// re-sent after a lost reply may repeat what an earlier one holds.
+func eventsFromReply(data []any, after int) ([]TurnEvent, error) {
+	var out []TurnEvent
+	for _, d := range data {
+		s, _ := replyString(d)
+		events, err := parseLog(s)
 		if err != nil {
-			return nil, fmt.Errorf("store: corrupt turn event id %q", id)
+			return nil, err
 		}
-		out = append(out, TurnEvent{ID: n, Name: name, Data: []byte(body)})
+		for _, e := range events {
+			if e.ID > after {
+				out = append(out, e)
+				after = e.ID
+			}
+		}
 	}
 	return out, nil
 }

@@ -568,7 +568,8 @@ func TestRedisTurnLogForms(t *testing.T) {
 
 // TestRedisEarlierLockFormat: a lock written before the lock kept the
 // turn's first event (by an instance of the earlier version, mid-upgrade)
-// still names its turn, idempotency field and fingerprint.
+// still names its turn, idempotency field and fingerprint, and the turn's
+// log in the earlier stream format still reads.
 func TestRedisEarlierLockFormat(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
@@ -590,4 +591,14 @@ func TestRedisEarlierLockFormat(t *testing.T) {
 	var running *store.RunningError
 	require.ErrorAs(t, err, &running)
 	assert.Equal(t, store.RunningError{TurnID: turnID, Fingerprint: "fp-1"}, *running)
+
+	// Its log, written in the earlier stream format (a field "<id> <name>"
+	// per event), reads as any other.
+	logKey := "chatd:{" + th.ID + "}:turn:" + turnID
+	require.NoError(t, rdb.XAdd(ctx, &redis.XAddArgs{Stream: logKey, ID: "0-1", Values: []any{"1 message.start", `{"n":1}`}}).Err())
+	require.NoError(t, rdb.XAdd(ctx, &redis.XAddArgs{Stream: logKey, ID: "0-3", Values: []any{"2 text.delta", `{"n":2}`, "3 text.delta", `{"n":3}`}}).Err())
+	got2, ended, err := st.TurnEvents(ctx, th.ID, alice, turnID, 1, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []store.TurnEvent{testEvent(2, "text.delta"), testEvent(3, "text.delta")}, got2)
+	assert.False(t, ended, "its turn still holds the lock")
 }

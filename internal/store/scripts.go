@@ -111,41 +111,27 @@ local function thread_reply(out, t, lockkey, turn, started)
   return out
 end
 
--- add_events appends events to a turn's stream from ARGV[first] on: a count,
--- then id, name, data for each. Events go in batches, one stream entry each
--- (one XADD however many deltas a flush carries): the entry's ID is
--- "0-<its last event id>", and each event is a field "<id> <name>" with its
--- data. Entry IDs only grow, so a re-sent batch is refused by XADD and
--- skipped; readers skip any event they already passed.
-local function add_events(key, first)
-  local n = tonumber(ARGV[first])
-  local i = 0
-  while i < n do
-    local j = math.min(i + 200, n)
-    local args = {'XADD', key, '0-' .. ARGV[first + 1 + 3 * (j - 1)]}
-    for k = i, j - 1 do
-      args[#args + 1] = ARGV[first + 1 + 3 * k] .. ' ' .. ARGV[first + 2 + 3 * k]
-      args[#args + 1] = ARGV[first + 3 + 3 * k]
-    end
-    redis.pcall(unpack(args))
-    i = j
-  end
-end
-
--- A turn's log is a stream while it runs and someone needs more than its
+-- A turn's events are kept as records, "<id> <name> <data length>\n<data>"
+-- each, written by chatd (logRecord) and read back by it (parseLog): Lua
+-- passes them along whole, since every call into Lua's string library costs
+-- a script more than copying the bytes.
+--
+-- A turn's log is a stream while it runs and something needs more than its
 -- first event (an append of streamed events, or a reader waiting for the
--- rest), so that readers can wait on it with XREAD; until then its first
--- event lives in the lock. A turn that ends with no stream (a turn answered
--- as one body that no one followed) writes its whole log at once, as a
--- string of records: "<id> <name> <data length>\n<data>" each. One SET
--- costs Redis a fraction of creating a stream.
-local function log_record(id, name, data) return id .. ' ' .. name .. ' ' .. #data .. '\n' .. data end
+-- rest), so that readers can wait on it with XREAD; until then the first
+-- event's record lives in the lock. A turn that ends with no stream (one
+-- answered as one body that no one followed) writes its whole log at once,
+-- as one string of records: a SET costs Redis a fraction of creating a
+-- stream.
 
-local function parse_record(r)
-  local sp1 = string.find(r, ' ', 1, true)
-  local sp2 = string.find(r, ' ', sp1 + 1, true)
-  local nl = string.find(r, '\n', sp2 + 1, true)
-  return string.sub(r, 1, sp1 - 1), string.sub(r, sp1 + 1, sp2 - 1), string.sub(r, nl + 1)
+-- add_events appends a batch of events to a turn's stream: ARGV[first] is
+-- the batch's last event ID and ARGV[first + 1] its records, kept as one
+-- entry "0-<last id>" with the field r. Entry IDs only grow, so a re-sent
+-- batch is refused by XADD and skipped; readers skip any event they already
+-- passed.
+local function add_events(key, first)
+  if ARGV[first + 1] == '' then return end
+  redis.pcall('XADD', key, '0-' .. ARGV[first], 'r', ARGV[first + 1])
 end
 
 -- open_log makes turn's log at logkey a stream if it is not one yet and the
@@ -159,27 +145,22 @@ local function open_log(logkey, lockkey, turn, extra_ms)
   if not held then return 'none' end
   local _, _, id, _, _, _, first = lock_parts(held)
   if id ~= turn or first == '' then return 'none' end
-  local eid, name, data = parse_record(first)
-  redis.call('XADD', logkey, '0-' .. eid, eid .. ' ' .. name, data)
+  redis.call('XADD', logkey, '0-' .. string.sub(first, 1, string.find(first, ' ', 1, true) - 1), 'r', first)
   redis.call('PEXPIRE', logkey, redis.call('PTTL', lockkey) + extra_ms)
   return 'stream'
 end
 
 -- close_log adds a turn's last events (ARGV from first on, as add_events
 -- reads them) to its log and makes the log live ttl_ms: appended to its
--- stream, or, when there is none, the whole log written as one string
--- after the turn's first event (the record from its lock).
+-- stream, or, when there is none, the whole log written as one string: the
+-- first event's record (from the lock), then the last events'.
 local function close_log(logkey, first_record, first, ttl_ms)
   if redis.call('EXISTS', logkey) == 1 then
     add_events(logkey, first)
     redis.call('PEXPIRE', logkey, ttl_ms)
     return
   end
-  local out = {first_record}
-  for k = 0, tonumber(ARGV[first]) - 1 do
-    out[#out + 1] = log_record(ARGV[first + 1 + 3 * k], ARGV[first + 2 + 3 * k], ARGV[first + 3 + 3 * k])
-  end
-  local log = table.concat(out)
+  local log = first_record .. ARGV[first + 1]
   if log ~= '' then redis.call('SET', logkey, log, 'PX', ttl_ms) end
 end
 
@@ -429,7 +410,7 @@ return {'UNKNOWN'}
 // expires_at_ms, 9 idempotency field, 10 idempotency record,
 // 11 idempotency_ttl_ms, 12 call id, 13 preview, 14 events_ttl_ms (0: no
 // turn log), 15 message count, then id, JSON for each message, then
-// history_max_bytes, then an event count and id, name, data for each event.
+// history_max_bytes, then the last event's ID and the events' records.
 // Returns NOTFOUND | LOCKLOST | OK.
 // Every commit records its call ID as the thread's last_commit: when ARGV
 // token no longer holds the lock because a first run of this call committed
@@ -501,7 +482,7 @@ return {'OK'}
 `)
 
 // releaseScript: KEYS lock, turn events; ARGV 1 token, 2 events_ttl_ms (0:
-// no turn log), 3 event count, then id, name, data for each event.
+// no turn log), 3 the last event's ID, 4 the events' records.
 // Returns LOCKLOST | OK.
 // A repeat after a successful first run answers LOCKLOST: the state is the
 // same (the lock is gone, and a lock another turn took since is left alone),
@@ -517,7 +498,7 @@ return {'OK'}
 `)
 
 // appendEventsScript: KEYS turn events, lock; ARGV 1 turn id, 2
-// events_ttl_ms, 3 event count, then id, name, data for each event. The log
+// events_ttl_ms, 3 the last event's ID, 4 the events' records. The log
 // of a turn that no longer runs takes nothing.
 var appendEventsScript = newScript(`
 if open_log(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2])) == 'stream' then add_events(KEYS[1], 3) end
@@ -526,15 +507,15 @@ return {'OK'}
 
 // turnEventsScript: KEYS thread, turn events, lock; ARGV 1 principal,
 // 2 after, 3 turn id, 4 events_ttl_ms.
-// Returns NOTFOUND | NOTURN | LOG + the log as a string of records (the
-// turn has ended) | OK, ended (0|1), then id, name, data for each event
-// after ARGV after. Reading a running turn's log makes it a stream, so that
-// the reader can wait for what follows.
+// Returns NOTFOUND | NOTURN | OK, ended (0|1), then strings of records
+// holding every event after ARGV after (and maybe some before it). Reading
+// a running turn's log makes it a stream, so that the reader can wait for
+// what follows.
 var turnEventsScript = newScript(`
 if not owned_thread(KEYS[1], ARGV[1]) then return {'NOTFOUND'} end
 local kind = open_log(KEYS[2], KEYS[3], ARGV[3], tonumber(ARGV[4]))
 if kind == 'none' then return {'NOTURN'} end
-if kind == 'string' then return {'LOG', redis.call('GET', KEYS[2])} end
+if kind == 'string' then return {'OK', 1, redis.call('GET', KEYS[2])} end
 -- The log has ended once its turn no longer holds the lock: the commit or
 -- release that ends the turn logs its last events in the same step.
 local out = {'OK', 1}
@@ -543,18 +524,14 @@ if held then
   local _, _, id = lock_parts(held)
   if id == ARGV[3] then out[2] = 0 end
 end
-local seen = tonumber(ARGV[2])
 for _, e in ipairs(redis.call('XRANGE', KEYS[2], '(0-' .. ARGV[2], '+')) do
   local f = e[2]
-  for i = 1, #f - 1, 2 do
-    local sp = string.find(f[i], ' ', 1, true)
-    local id = tonumber(string.sub(f[i], 1, sp - 1))
-    if id > seen then
-      seen = id
-      out[#out + 1] = tostring(id)
-      out[#out + 1] = string.sub(f[i], sp + 1)
-      out[#out + 1] = f[i + 1]
-    end
+  if f[1] == 'r' then
+    out[#out + 1] = f[2]
+  else
+    -- An entry written before events were kept as records: a field
+    -- "<id> <name>" per event, with its data.
+    for i = 1, #f - 1, 2 do out[#out + 1] = f[i] .. ' ' .. #f[i + 1] .. '\n' .. f[i + 1] end
   end
 end
 return out
