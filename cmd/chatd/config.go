@@ -56,6 +56,9 @@ type config struct {
 	// authentications per client address; "0" disables either.
 	RateLimit     ratelimit.Rate `envconfig:"RATE_LIMIT" default:"600/1m"`
 	AuthFailLimit ratelimit.Rate `envconfig:"AUTH_FAIL_LIMIT" default:"30/1m"`
+	// RateLimitDelay holds each refused request this long before its 429
+	// (negative: answer at once).
+	RateLimitDelay time.Duration `envconfig:"RATE_LIMIT_DELAY" default:"250ms"`
 	// LockLease is the turn lock's lease, renewed while a turn runs.
 	LockLease time.Duration `envconfig:"LOCK_LEASE" default:"10s"`
 	// MaxThreads caps the live threads of one principal.

@@ -117,7 +117,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 		Config: api.Config{
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,
-			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth, LockLease: cfg.LockLease,
+			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth, LockLease: cfg.LockLease, RefusalDelay: refusalDelay(cfg.RateLimitDelay),
 			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: principalHeader(cfg),
 		},
 	})
@@ -217,4 +217,14 @@ func principalHeader(cfg config) string {
 		return cfg.PrincipalHeader
 	}
 	return ""
+}
+
+// refusalDelay maps CHATD_RATE_LIMIT_DELAY to api.Config.RefusalDelay, where
+// zero means the default: "0" answers refusals at once, like a negative
+// value.
+func refusalDelay(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"chatd/internal/ratelimit"
@@ -171,6 +172,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		addr := clientAddr(r)
 		if s.authFailLimit.Enabled() {
 			if d, blocked := s.authFailLimit.Blocked(addr); blocked {
+				s.holdRefusal(r)
 				s.writeError(w, r, rateLimited(w, d, "too many failed authentications from this address"))
 				return
 			}
@@ -181,6 +183,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				d := s.authFailLimit.Allow(r.Context(), addr)
 				setRateHeaders(w, d)
 				if !d.Allowed {
+					s.holdRefusal(r)
 					err = rateLimited(w, d, "too many failed authentications from this address")
 				}
 			}
@@ -194,12 +197,34 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			d := s.rateLimit.Allow(r.Context(), principal)
 			setRateHeaders(w, d)
 			if !d.Allowed {
+				s.holdRefusal(r)
 				s.writeError(w, r, rateLimited(w, d, "too many requests; retry after the Retry-After seconds"))
 				return
 			}
 		}
 		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), principal)))
 	})
+}
+
+// holdRefusal waits Config.RefusalDelay before a 429 is answered, or less if
+// the client leaves; when MaxHeldRefusals already wait, it returns at once
+// (held requests cost a goroutine each, so their number is bounded).
+func (s *Server) holdRefusal(r *http.Request) {
+	if s.cfg.RefusalDelay <= 0 {
+		return
+	}
+	select {
+	case s.heldRefusals <- struct{}{}:
+		defer func() { <-s.heldRefusals }()
+	default:
+		return
+	}
+	t := time.NewTimer(s.cfg.RefusalDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+	}
 }
 
 // setRateHeaders tells the client where it stands (the IETF RateLimit

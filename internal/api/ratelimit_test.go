@@ -56,7 +56,11 @@ func TestRateLimit(t *testing.T) {
 		{method: http.MethodPost, path: turnPath(thread), as: alice, body: []byte(`{"message":"more"}`)},
 		{method: http.MethodPost, path: "/v1/threads", as: alice},
 	} {
+		start := time.Now()
 		resp = ts.do(t, req)
+		// A refusal is held before it is answered, so a client retrying at
+		// once cannot flood.
+		assert.GreaterOrEqual(t, time.Since(start), api.DefaultConfig.RefusalDelay)
 		mustProblem(t, resp, http.StatusTooManyRequests, "rate_limited")
 		mustRateHeaders(t, resp, 4, 0)
 		retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
@@ -101,8 +105,10 @@ func TestRateLimitShared(t *testing.T) {
 	st := newTestRedisStore(t, rds)
 	counter := st.(*store.Redis)
 	rate := ratelimit.Rate{N: 40, Per: time.Hour}
-	one := newTestServer(t, withStore(st), withRateLimit(rate, counter))
-	two := newTestServer(t, withStore(st), withRateLimit(rate, counter))
+	// This test counts refusals; holding each of its 60 would only slow it.
+	atOnce := withConfig(func(c *api.Config) { c.RefusalDelay = -1 })
+	one := newTestServer(t, withStore(st), withRateLimit(rate, counter), atOnce)
+	two := newTestServer(t, withStore(st), withRateLimit(rate, counter), atOnce)
 	admitted := 0
 	for i := range 100 {
 		ts := one

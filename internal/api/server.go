@@ -69,6 +69,14 @@ type Config struct {
 	// queued when a stream ends) to a client that does not read; the
 	// stream is then dropped while its turn completes.
 	WriteTimeout time.Duration
+	// RefusalDelay is how long a request refused by a rate limit (429)
+	// waits for its answer, so a client that retries at once, without
+	// waiting for Retry-After, sends a few requests a second instead of
+	// thousands that others' requests queue behind. At most
+	// MaxHeldRefusals wait at a time; the rest are answered at once. A
+	// negative delay answers every refusal at once.
+	RefusalDelay    time.Duration
+	MaxHeldRefusals int
 }
 
 // DefaultConfig is SPEC §9's defaults.
@@ -81,6 +89,8 @@ var DefaultConfig = Config{
 	MaxJSONDepth:      64,
 	HeartbeatInterval: 15 * time.Second,
 	WriteTimeout:      30 * time.Second,
+	RefusalDelay:      250 * time.Millisecond,
+	MaxHeldRefusals:   1024,
 }
 
 // withDefaults fills unset (zero) fields from DefaultConfig, so a partial
@@ -108,6 +118,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = d.WriteTimeout
+	}
+	if c.RefusalDelay == 0 {
+		c.RefusalDelay = d.RefusalDelay
+	}
+	if c.MaxHeldRefusals <= 0 {
+		c.MaxHeldRefusals = d.MaxHeldRefusals
 	}
 	return c
 }
@@ -147,6 +163,8 @@ type Server struct {
 	storeErrLog   *logThrottle
 	rateLimit     *ratelimit.Limiter
 	authFailLimit *ratelimit.Limiter
+	// heldRefusals counts the refusals waiting out RefusalDelay.
+	heldRefusals chan struct{}
 }
 
 // NewServer wires the routes. Missing optional deps get defaults: no auth
@@ -180,6 +198,7 @@ func NewServer(d Deps) *Server {
 		s.renderer, _ = render.New(render.Options{})
 	}
 	s.cfg = s.cfg.withDefaults()
+	s.heldRefusals = make(chan struct{}, s.cfg.MaxHeldRefusals)
 	s.engine = turn.New(turn.Deps{
 		Store: d.Store, Processors: d.Processors, Observer: s.metrics, Logger: s.log, EncodeError: encodeProblem,
 		Config: turn.Config{ElicitationTTL: s.cfg.ElicitationTTL, TurnTimeout: s.cfg.TurnTimeout, HistoryWindow: s.cfg.HistoryWindow,

@@ -67,9 +67,6 @@ type memThread struct {
 type memTurnLog struct {
 	events  []TurnEvent
 	expires time.Time
-	// ended is set when the turn ends (commits or is released): nothing
-	// is logged after.
-	ended   bool
 	changed chan struct{}
 }
 
@@ -233,7 +230,14 @@ func (th *memThread) view(now time.Time) Thread {
 // positive, becomes the log's remaining life.
 func (th *memThread) appendEvents(turnID string, events []TurnEvent, ttl time.Duration, now time.Time) {
 	log, ok := th.turns[turnID]
-	if !ok || !now.Before(log.expires) || log.ended {
+	if !ok || !now.Before(log.expires) {
+		return
+	}
+	if ttl > 0 && len(events) == 0 {
+		// A turn that ends with no last event keeps no log: its readers
+		// learn it is gone.
+		delete(th.turns, turnID)
+		close(log.changed)
 		return
 	}
 	last := 0
@@ -248,7 +252,7 @@ func (th *memThread) appendEvents(turnID string, events []TurnEvent, ttl time.Du
 		}
 	}
 	if ttl > 0 {
-		log.expires, log.ended = now.Add(ttl), true
+		log.expires = now.Add(ttl)
 	}
 	close(log.changed)
 	log.changed = make(chan struct{})
@@ -595,9 +599,9 @@ func (m *Memory) AppendTurnEvents(ctx context.Context, threadID, turnID string, 
 }
 
 // TurnEvents returns the events of a turn's log after the one with ID
-// after, oldest first, and whether the log has ended (its turn has ended,
-// so nothing follows). When there are none yet and the log has not ended
-// it waits up to wait for more. It returns ErrNotFound for a thread principal does not own
+// after, oldest first, and whether the log has ended (holds its last
+// event). When there are none yet and the log has not ended it waits up to
+// wait for more. It returns ErrNotFound for a thread principal does not own
 // and ErrTurnNotFound for a log that does not exist.
 func (m *Memory) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
 	deadline := time.NewTimer(wait)
@@ -636,7 +640,7 @@ func (m *Memory) turnEvents(threadID, principal, turnID string, after int) ([]Tu
 			out = append(out, e)
 		}
 	}
-	if log.ended {
+	if n := len(log.events); n > 0 && log.events[n-1].Final() {
 		return out, nil, nil
 	}
 	return out, log.changed, nil

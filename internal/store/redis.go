@@ -826,8 +826,8 @@ func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, e
 }
 
 // TurnEvents returns the events of a turn's log after the one with ID
-// after, oldest first, and whether the log has ended (its turn has ended,
-// so nothing follows). When there are none yet and the log has not ended it waits up to
+// after, oldest first, and whether the log has ended (holds its last
+// event, or was written whole when its turn ended). When there are none yet and the log has not ended it waits up to
 // wait for more (XREAD BLOCK). It returns ErrNotFound for a
 // thread principal does not own, ErrTurnNotFound for a log that does not
 // exist, and ErrUnavailable.
@@ -848,10 +848,24 @@ func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID stri
 	default:
 		return nil, false, unexpectedStatus("turn events", status)
 	}
-	ended, _ := data[0].(int64)
-	events, err := eventsFromReply(data[1:], after)
-	if err != nil || len(events) > 0 || ended == 1 || wait <= 0 {
-		return events, ended == 1, err
+	var events []TurnEvent
+	var ended bool
+	if kind, _ := replyString(data[0]); kind == "string" {
+		// Written whole when its turn ended: nothing follows.
+		events, err = eventsFromReply(data[1:], after)
+		ended = true
+	} else {
+		// A stream has ended when its last entry ends with the turn's
+		// last event.
+		var last []TurnEvent
+		if last, err = eventsFromReply(data[1:2], 0); err != nil {
+			return nil, false, err
+		}
+		ended = len(last) > 0 && last[len(last)-1].Final()
+		events, err = eventsFromReply(data[2:], after)
+	}
+	if err != nil || len(events) > 0 || ended || wait <= 0 {
+		return events, ended, err
 	}
 	// Wait for the log to grow, then read what is new as above: XREAD only
 	// wakes the reader (a stream entry may hold a batch of events, some of

@@ -155,13 +155,18 @@ end
 -- stream, or, when there is none, the whole log written as one string: the
 -- first event's record (from the lock), then the last events'.
 local function close_log(logkey, first_record, first, ttl_ms)
+  if ARGV[first + 1] == '' then
+    -- A turn that ends with no last event keeps no log: its readers learn
+    -- it is gone.
+    redis.call('DEL', logkey)
+    return
+  end
   if redis.call('EXISTS', logkey) == 1 then
     add_events(logkey, first)
     redis.call('PEXPIRE', logkey, ttl_ms)
     return
   end
-  local log = first_record .. ARGV[first + 1]
-  if log ~= '' then redis.call('SET', logkey, log, 'PX', ttl_ms) end
+  redis.call('SET', logkey, first_record .. ARGV[first + 1], 'PX', ttl_ms)
 end
 
 -- window_size is the history window for a thread bound to processor:
@@ -507,32 +512,30 @@ return {'OK'}
 
 // turnEventsScript: KEYS thread, turn events, lock; ARGV 1 principal,
 // 2 after, 3 turn id, 4 events_ttl_ms.
-// Returns NOTFOUND | NOTURN | OK, ended (0|1), then strings of records
-// holding every event after ARGV after (and maybe some before it). Reading
-// a running turn's log makes it a stream, so that the reader can wait for
+// Returns NOTFOUND | NOTURN | OK + the log's kind + strings of records:
+// for a string log, the whole log (its turn has ended); for a stream, the
+// last entry's records (whose last event says whether the turn has ended)
+// and then those of every entry holding events after ARGV after. Reading a
+// running turn's log makes it a stream, so that the reader can wait for
 // what follows.
 var turnEventsScript = newScript(`
 if not owned_thread(KEYS[1], ARGV[1]) then return {'NOTFOUND'} end
 local kind = open_log(KEYS[2], KEYS[3], ARGV[3], tonumber(ARGV[4]))
 if kind == 'none' then return {'NOTURN'} end
-if kind == 'string' then return {'OK', 1, redis.call('GET', KEYS[2])} end
--- The log has ended once its turn no longer holds the lock: the commit or
--- release that ends the turn logs its last events in the same step.
-local out = {'OK', 1}
-local held = redis.call('GET', KEYS[3])
-if held then
-  local _, _, id = lock_parts(held)
-  if id == ARGV[3] then out[2] = 0 end
+if kind == 'string' then return {'OK', kind, redis.call('GET', KEYS[2])} end
+-- entry_records is a stream entry's records; an entry written before events
+-- were kept as records has a field "<id> <name>" per event, with its data.
+local function entry_records(f)
+  if f[1] == 'r' then return f[2] end
+  local out = {}
+  for i = 1, #f - 1, 2 do out[#out + 1] = f[i] .. ' ' .. #f[i + 1] .. '\n' .. f[i + 1] end
+  return table.concat(out)
 end
+local out = {'OK', kind, ''}
+local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+if #top > 0 then out[3] = entry_records(top[1][2]) end
 for _, e in ipairs(redis.call('XRANGE', KEYS[2], '(0-' .. ARGV[2], '+')) do
-  local f = e[2]
-  if f[1] == 'r' then
-    out[#out + 1] = f[2]
-  else
-    -- An entry written before events were kept as records: a field
-    -- "<id> <name>" per event, with its data.
-    for i = 1, #f - 1, 2 do out[#out + 1] = f[i] .. ' ' .. #f[i + 1] .. '\n' .. f[i + 1] end
-  end
+  out[#out + 1] = entry_records(e[2])
 end
 return out
 `)
