@@ -113,6 +113,40 @@ func BenchmarkCommitTurn(b *testing.B) {
 	})
 }
 
+// BenchmarkJSONTurn measures the store work of a turn answered as JSON, as
+// the turn engine does it: a begin that reads no history window and keeps
+// the turn's first event, and a commit of two messages with the turn's last
+// event, the owner's index and the thread's preview. logged=false leaves
+// the turn log out, to show what it costs.
+func BenchmarkJSONTurn(b *testing.B) {
+	start := []byte(`{"thread_id":"` + blocks.NewID() + `","turn_id":"` + blocks.NewID() + `","message_id":"` + blocks.NewID() + `","user_message_id":"` + blocks.NewID() + `"}`)
+	final := []byte(`{"status":"completed","message":` + strings.Repeat(`"x"`, 300) + `}`)
+	for _, logged := range []bool{true, false} {
+		b.Run(fmt.Sprintf("logged=%t", logged), func(b *testing.B) {
+			benchStores(b, func(b *testing.B, st contractStore, threadID string, _ []blocks.Message) {
+				ctx := context.Background()
+				for b.Loop() {
+					var begin store.TurnBegin
+					var events []store.TurnEvent
+					if logged {
+						begin = store.TurnBegin{ID: blocks.NewID(), Start: store.TurnEvent{ID: 1, Name: "message.start", Data: start}}
+						events = []store.TurnEvent{{ID: 2, Name: "turn.completed", Data: final}}
+					}
+					ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: threadID, Principal: alice, LockTTL: lockTTL, Turn: begin})
+					if err != nil {
+						b.Fatal(err)
+					}
+					err = st.CommitTurn(ctx, store.Commit{ThreadID: threadID, Owner: alice, LockToken: ts.LockToken,
+						Messages: newTestMessages(2, "bench"), TurnID: begin.ID, Events: events, Preview: "bench"})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkHistoryPage measures reading a 5-message page before a cursor in
 // the middle of the thread.
 func BenchmarkHistoryPage(b *testing.B) {
