@@ -59,6 +59,9 @@ type memThread struct {
 	idemBytes int64
 
 	turns map[string]*memTurnLog
+	// turnOrder holds the logged turns' IDs in the order they began, for
+	// sweepTurns.
+	turnOrder []string
 }
 
 // memTurnLog is a turn's event log. changed is closed and replaced on every
@@ -207,6 +210,7 @@ func (th *memThread) lock(ttl time.Duration, claim string, turn TurnBegin, idem 
 			log.events = append(log.events, turn.Start)
 		}
 		th.turns[turn.ID] = log
+		th.turnOrder = append(th.turnOrder, turn.ID)
 	}
 	return token, nil
 }
@@ -258,12 +262,23 @@ func (th *memThread) appendEvents(turnID string, events []TurnEvent, ttl time.Du
 	log.changed = make(chan struct{})
 }
 
+// sweepTurns drops expired logs, oldest first, and stops at the first live
+// one: a begin costs the logs it drops, not every log the thread holds. A
+// log that expires before an older one (which a renewed lease extended)
+// waits for that one, unreadable meanwhile; the wait is bounded by the turn
+// timeout.
 func (th *memThread) sweepTurns(now time.Time) {
-	for id, log := range th.turns {
-		if !now.Before(log.expires) {
-			delete(th.turns, id)
+	n := 0
+	for _, id := range th.turnOrder {
+		if log, ok := th.turns[id]; ok && now.Before(log.expires) {
+			break
 		}
+		delete(th.turns, id)
+		n++
 	}
+	// Re-slicing leaves the dropped IDs' space behind; append copies only
+	// the live ones when it next grows the array.
+	th.turnOrder = th.turnOrder[n:]
 }
 
 // CreateThread stores a new thread. Zero timestamps are set to now.

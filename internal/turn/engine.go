@@ -485,37 +485,45 @@ const followWait = 5 * time.Second
 func (t *Turn) keepLease(ctx context.Context) (context.Context, func() error) {
 	lease := t.e.cfg.LockLease
 	ctx, cancel := context.WithCancelCause(ctx)
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(lease / 3)
-		defer tick.Stop()
-		warned := false
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			rctx, rcancel := context.WithTimeout(ctx, lease/3)
-			err := t.e.store.RenewLock(rctx, t.begun.Thread.ID, t.begun.LockToken, t.Start.TurnID, lease)
-			rcancel()
-			if errors.Is(err, store.ErrLockLost) {
-				cancel(err)
-				return
-			}
-			if err != nil && ctx.Err() == nil && !warned {
-				// Once a turn: an unreachable store fails every running
-				// turn's renewals, a few times a second each.
-				warned = true
-				t.e.log.Warn("renewing a turn's lock lease", "thread_id", t.begun.Thread.ID, "error", err.Error())
-			}
+	var (
+		// mu is held by a renewal, so that stopping waits for one in flight.
+		mu      sync.Mutex
+		stopped bool
+		warned  bool
+		timer   *time.Timer
+	)
+	renew := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
-	}()
+		rctx, rcancel := context.WithTimeout(ctx, lease/3)
+		err := t.e.store.RenewLock(rctx, t.begun.Thread.ID, t.begun.LockToken, t.Start.TurnID, lease)
+		rcancel()
+		if errors.Is(err, store.ErrLockLost) {
+			cancel(err)
+			return
+		}
+		if err != nil && ctx.Err() == nil && !warned {
+			// Once a turn: an unreachable store fails every running
+			// turn's renewals, a few times a second each.
+			warned = true
+			t.e.log.Warn("renewing a turn's lock lease", "thread_id", t.begun.Thread.ID, "error", err.Error())
+		}
+		timer.Reset(lease / 3)
+	}
+	// A timer rather than a goroutine: most turns end before their first
+	// renewal, and starting a goroutine per turn wakes an idle thread of the
+	// runtime, a tenth of an in-process turn's CPU.
+	mu.Lock()
+	timer = time.AfterFunc(lease/3, renew)
+	mu.Unlock()
 	return ctx, func() error {
-		close(done)
-		<-stopped
+		mu.Lock()
+		stopped = true
+		timer.Stop()
+		mu.Unlock()
 		err := context.Cause(ctx)
 		cancel(nil)
 		if errors.Is(err, store.ErrLockLost) {
