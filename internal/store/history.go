@@ -137,16 +137,20 @@ end
 -- seals the chunks that fall behind, and returns the new greatest ID and
 -- out-of-order count, which the caller records in the thread hash.
 local function hist_put(h, seq, top, ooo, ids, datas)
+  -- One HSET for them all; each position formatted once (Lua formats a
+  -- number with printf).
+  local args = {}
   for i = 1, #ids do
-    local pos = seq + i
+    local pos = tostring(seq + i)
+    local index = 'o:'
     if id_less(top, ids[i]) then
-      top = ids[i]
-      redis.call('HSET', h, 'p' .. pos, datas[i], 'i:' .. ids[i], pos)
+      top, index = ids[i], 'i:'
     else
-      redis.call('HSET', h, 'p' .. pos, datas[i], 'o:' .. ids[i], pos)
       ooo = ooo + 1
     end
+    args[#args + 1], args[#args + 2], args[#args + 3], args[#args + 4] = 'p' .. pos, datas[i], index .. ids[i], pos
   end
+  if #args > 0 then redis.call('HSET', h, unpack(args)) end
   for pos = sealed_end(seq) + CHUNK, sealed_end(seq + #ids), CHUNK do seal(h, chunk_of(pos)) end
   return top, ooo
 end
@@ -180,12 +184,12 @@ local function hist_upgrade(t, msgs, msgdata, h)
   redis.call('DEL', msgs, msgdata)
 end
 
--- hist_open returns the history's state (hist_state's first five values),
--- converting a thread written by the earlier layout first. Only a thread
--- without a first position can be one, so the others are not looked for.
+-- hist_open returns the history's state (see hist_state), converting a
+-- thread written by the earlier layout first. Only a thread without a first
+-- position can be one, so the others are not looked for.
 local function hist_open(t, msgs, msgdata, h)
   local seq, first, top, bytes, ooo, positioned = hist_state(t)
-  if positioned or redis.call('EXISTS', msgs) == 0 then return seq, first, top, bytes, ooo end
+  if positioned or redis.call('EXISTS', msgs) == 0 then return seq, first, top, bytes, ooo, positioned end
   hist_upgrade(t, msgs, msgdata, h)
   return hist_state(t)
 end
@@ -278,7 +282,8 @@ end
 -- message being kept whatever its size). fields are more field and value
 -- pairs of the thread hash, written in the same HSET as the history's.
 local function hist_append(t, msgs, msgdata, h, ids, datas, maxcount, maxbytes, fields)
-  local seq, first, top, bytes, ooo = hist_open(t, msgs, msgdata, h)
+  local seq, first, top, bytes, ooo, positioned = hist_open(t, msgs, msgdata, h)
+  local first0, top0, ooo0 = first, top, ooo
   for i = 1, #datas do bytes = bytes + #datas[i] end
   top, ooo = hist_put(h, seq, top, ooo, ids, datas)
   seq = seq + #ids
@@ -304,8 +309,12 @@ local function hist_append(t, msgs, msgdata, h, ids, datas, maxcount, maxbytes, 
     end
     first, drop = first + 1, drop - 1
   end
-  -- One write of the thread hash for the history and the caller's fields.
-  local out = {'seq', seq, 'hmax', top, 'hfirst', first, 'bytes', bytes, 'hooo', ooo}
+  -- One write of the thread hash for the history and the caller's fields,
+  -- with only the history's fields that changed.
+  local out = {'seq', seq, 'bytes', bytes}
+  if top ~= top0 then out[#out + 1], out[#out + 2] = 'hmax', top end
+  if first ~= first0 or not positioned then out[#out + 1], out[#out + 2] = 'hfirst', first end
+  if ooo ~= ooo0 then out[#out + 1], out[#out + 2] = 'hooo', ooo end
   for i = 1, #fields do out[#out + 1] = fields[i] end
   redis.call('HSET', t, unpack(out))
 end
