@@ -65,7 +65,15 @@
 //	chatd:{T}:pending       hash: id, data (JSON: request, base64 state,
 //	                        expires_at ms); expires at the elicitation's expiry
 //	chatd:{T}:elicitations  hash: elicitation ID → "issued" | "consumed"
-//	chatd:{T}:lock          string "<token>|<claimed elicitation ID>"; PX LockTTL
+//	chatd:{T}:lock          string "<token>|<claimed elicitation ID>|<turn
+//	                        ID>|<started ms>|<fingerprint>|<length>|<first
+//	                        event's record><idempotency field>"; PX LockTTL
+//	chatd:{T}:turn:<id>     the turn's event log, as records "<id> <name>
+//	                        <length>\n<data>": a stream (an entry per
+//	                        batch, field r) once an append or a waiting
+//	                        reader needs one while the turn runs, else one
+//	                        string written when the turn ends; lives
+//	                        TurnEventsTTL after it
 //	chatd:{T}:idem          hash: "<len(principal)>:<principal>:<key>" → record JSON
 //	chatd:{T}:idemexp       sorted set: the same fields scored by expiry (ms)
 //
@@ -75,10 +83,11 @@
 // converts it, once, so no migration step is needed.
 //
 // Redis 7.0 has no per-field hash TTL, so idempotency expiry is the idemexp
-// score: a lookup ignores an expired record and every commit deletes the
-// expired ones. Each commit refreshes Options.ThreadTTL on every key except
-// the lock (released) and the pending state (its own expiry, capped at the
-// thread's).
+// score: a lookup ignores an expired record, and a commit that adds one
+// deletes the expired ones and gives both keys the longer of ThreadTTL and
+// IdempotencyTTL. Each commit refreshes Options.ThreadTTL on the thread, its
+// history and its elicitations; the lock is released and the pending state
+// has its own expiry, capped at the thread's.
 //
 // # Atomicity and round trips
 //
