@@ -2,7 +2,10 @@ package agent
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // The agents file is the operator's, but a typo must never crash chatd: any
@@ -57,9 +60,18 @@ func FuzzChunks(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b string) {
 		var acc callAccumulator
 		for _, data := range []string{a, b} {
-			var c wireChunk
-			if json.Unmarshal([]byte(data), &c) != nil {
+			// The stream's decoder (segmentio's) must read a chunk exactly
+			// as encoding/json does.
+			var c, std wireChunk
+			err, stdErr := segjson.Unmarshal([]byte(data), &c), json.Unmarshal([]byte(data), &std)
+			if (err == nil) != (stdErr == nil) {
+				t.Fatalf("%q: segmentio %v, encoding/json %v", data, err, stdErr)
+			}
+			if err != nil {
 				continue
+			}
+			if !reflect.DeepEqual(c, std) {
+				t.Fatalf("%q: segmentio %+v, encoding/json %+v", data, c, std)
 			}
 			for _, ch := range c.Choices {
 				for _, tc := range ch.Delta.ToolCalls {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
+	segjson "github.com/segmentio/encoding/json"
 
 	"chatd/internal/processor"
 )
@@ -126,6 +128,8 @@ type wireFunction struct {
 
 // wireChunk is what chatd reads of a chat.completion.chunk.
 type wireChunk struct {
+	// Error is what a server that fails mid-stream sends instead of choices.
+	Error   json.RawMessage `json:"error"`
 	Choices []struct {
 		Index int64 `json:"index"`
 		Delta struct {
@@ -158,14 +162,41 @@ func (m chatModel) stream(ctx context.Context, system []byte, conv []message, to
 	onText func(string)) (modelReply, error) {
 	var raw *http.Response
 	err := m.client.Post(ctx, "chat/completions", json.RawMessage(m.request(system, conv, tools)), &raw)
-	s := ssestream.NewStream[wireChunk](ssestream.NewDecoder(raw), err)
-	defer s.Close()
+	var events ssestream.Decoder
+	if err == nil {
+		if events = ssestream.NewDecoder(raw); events == nil {
+			err = errors.New("the model answered with no body")
+		}
+	}
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return modelReply{}, ctxErr
+		}
+		return modelReply{}, modelFailure(err)
+	}
+	defer events.Close()
 
 	var text strings.Builder
 	var acc callAccumulator
 	finished := false
-	for s.Next() {
-		chunk := s.Current()
+	for events.Next() {
+		event := events.Event()
+		if bytes.HasPrefix(event.Data, []byte("[DONE]")) {
+			break
+		}
+		// The chunks are decoded here rather than by the client library's
+		// stream, which uses encoding/json: segmentio's decoder reads the
+		// same JSON into the same types, with encoding/json's errors, in
+		// about a third of the time, and chunks are most of what an agent
+		// turn decodes.
+		var chunk wireChunk
+		if err := segjson.Unmarshal(event.Data, &chunk); err != nil {
+			return modelReply{}, modelFailure(err)
+		}
+		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
+			return modelReply{}, modelFailure(&ssestream.StreamError{Event: event,
+				Message: "received error while streaming: " + errorText(chunk.Error)})
+		}
 		for _, choice := range chunk.Choices {
 			if choice.Index != 0 {
 				continue // chatd asks for one choice
@@ -182,7 +213,7 @@ func (m chatModel) stream(ctx context.Context, system []byte, conv []message, to
 			}
 		}
 	}
-	if err := s.Err(); err != nil {
+	if err := events.Err(); err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return modelReply{}, ctxErr
 		}
@@ -258,6 +289,15 @@ func modelFailure(err error) error {
 		return &processor.Error{Detail: "the model sent a malformed stream", Err: err}
 	}
 	return &processor.Error{Detail: "the model could not be reached or its stream broke", Err: err}
+}
+
+// errorText is a streamed error as text: a string's value, else its JSON.
+func errorText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
 }
 
 // retriable mirrors the statuses the client library retries.
