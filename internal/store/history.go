@@ -116,16 +116,31 @@ local function seal(h, c)
   local fields, index = {}, {}
   for pos = c * CHUNK + 1, c * CHUNK + CHUNK do fields[#fields + 1] = 'p' .. pos end
   local recs = redis.call('HMGET', h, unpack(fields))
-  local top = (c > 0 and chunk_top(h, c - 1)) or ''
-  local lens = {}
+  local lens, ids = {}, {}
   for i = 1, #recs do
     -- A position trimmed before its chunk was sealed is an empty record.
     recs[i] = recs[i] or ''
     lens[i] = #recs[i]
-    local id = record_id(recs[i])
-    if id then
-      index[#index + 1] = 'i:' .. id
-      if id_less(top, id) then top = id end
+    ids[i] = record_id(recs[i])
+    if ids[i] then index[#index + 1] = 'i:' .. ids[i] end
+  end
+  -- The greatest ID up to the chunk's end is its last kept record appended
+  -- in order (one with an "i:" entry): each such record was greater than
+  -- everything before it, and each record appended out of order smaller
+  -- than the greatest before it. Trimming takes the oldest first, so no
+  -- trimmed record follows it. Only a chunk with no kept record in order
+  -- is compared ID by ID (each comparison is a loop of Lua string calls).
+  local top = nil
+  for i = #recs, 1, -1 do
+    if ids[i] and redis.call('HEXISTS', h, 'i:' .. ids[i]) == 1 then
+      top = ids[i]
+      break
+    end
+  end
+  if not top then
+    top = (c > 0 and chunk_top(h, c - 1)) or ''
+    for i = 1, #recs do
+      if ids[i] and id_less(top, ids[i]) then top = ids[i] end
     end
   end
   redis.call('HSET', h, tostring(c), table.concat(recs, '\n') .. '\n', 'x' .. c, top .. '|' .. table.concat(lens, ','))
