@@ -185,31 +185,45 @@ func ownerKey(principal string) string {
 }
 
 // eventArgs appends the ID of the last of events and their records (see
-// logRecord), or 0 and "" when there are none.
+// appendRecord), or 0 and "" when there are none.
 func eventArgs(args []any, events []TurnEvent) []any {
 	if len(events) == 0 {
 		return append(args, 0, "")
 	}
-	var records strings.Builder
+	size := 0
 	for _, e := range events {
-		records.WriteString(logRecord(e))
+		size += len(e.Name) + len(e.Data) + 24
 	}
-	return append(args, events[len(events)-1].ID, records.String())
+	records := make([]byte, 0, size)
+	for _, e := range events {
+		records = appendRecord(records, e)
+	}
+	return append(args, events[len(events)-1].ID, records)
 }
 
-// firstRecord is a begun turn's first event as a log record, kept in its
-// lock (see open_log in the scripts), or "" when the turn keeps no log.
-func firstRecord(t TurnBegin) string {
+// lockRecord is a begun turn's first event as a log record after its
+// length, "<length>|<record>", as the lock keeps it (see open_log in the
+// scripts); "0|" when the turn keeps no log.
+func lockRecord(t TurnBegin) []byte {
 	if t.ID == "" || t.Start.Name == "" {
-		return ""
+		return []byte("0|")
 	}
-	return logRecord(t.Start)
+	record := appendRecord(nil, t.Start)
+	b := strconv.AppendInt(make([]byte, 0, len(record)+12), int64(len(record)), 10)
+	b = append(b, '|')
+	return append(b, record...)
 }
 
-// logRecord is one event of a turn log kept as a string: the header
+// appendRecord appends one event of a turn log: the header
 // "<id> <name> <data length>\n", then the data.
-func logRecord(e TurnEvent) string {
-	return strconv.Itoa(e.ID) + " " + e.Name + " " + strconv.Itoa(len(e.Data)) + "\n" + string(e.Data)
+func appendRecord(b []byte, e TurnEvent) []byte {
+	b = strconv.AppendInt(b, int64(e.ID), 10)
+	b = append(b, ' ')
+	b = append(b, e.Name...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(len(e.Data)), 10)
+	b = append(b, '\n')
+	return append(b, e.Data...)
 }
 
 // parseLog reads a turn log kept as a string of records.
@@ -602,7 +616,7 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 		field = idempotencyField(b.Principal, b.IdempotencyKey)
 	}
 	k := keysFor(b.ThreadID)
-	args := []any{b.Principal, field, token, b.LockTTL.Milliseconds(), b.Turn.ID, b.Turn.Fingerprint, firstRecord(b.Turn)}
+	args := []any{b.Principal, field, token, b.LockTTL.Milliseconds(), b.Turn.ID, b.Turn.Fingerprint, lockRecord(b.Turn)}
 	status, data, err := r.run(ctx, "begin turn", beginTurnScript,
 		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp, k.hist},
 		windowArgs(b.Window, b.WindowByProcessor, args...)...)
@@ -661,7 +675,7 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 		return TurnStart{}, err
 	}
 	k := keysFor(b.ThreadID)
-	args := []any{b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds(), b.Turn.ID, firstRecord(b.Turn)}
+	args := []any{b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds(), b.Turn.ID, lockRecord(b.Turn)}
 	status, data, err := r.run(ctx, "begin resume", beginResumeScript,
 		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.hist},
 		windowArgs(b.Window, b.WindowByProcessor, args...)...)

@@ -70,6 +70,14 @@ end
 -- written before the first event was kept in it has the idempotency field
 -- where the length is (never a number: it holds ':').
 local function lock_parts(v)
+  -- One match for the current format: each call into Lua's string library
+  -- costs a script more than the matching does.
+  local token, claim, turn, started, fingerprint, n, at =
+    string.match(v, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(%d+)|()')
+  if token then
+    n = tonumber(n)
+    return token, claim, turn, started, fingerprint, string.sub(v, at + n), string.sub(v, at, at + n - 1)
+  end
   local parts = {}
   local start = 1
   for i = 1, 6 do
@@ -89,8 +97,10 @@ local function lock_parts(v)
   return parts[1], parts[2], parts[3], parts[4], parts[5], string.sub(v, start + n), string.sub(v, start, start + n - 1)
 end
 
+-- lock_value is a lock's value; first is the turn's first event's record
+-- with its length before it, "<length>|<record>" (see lockRecord).
 local function lock_value(token, claim, turn, started, fingerprint, idem, first)
-  return token .. '|' .. claim .. '|' .. turn .. '|' .. started .. '|' .. fingerprint .. '|' .. #first .. '|' .. first .. idem
+  return token .. '|' .. claim .. '|' .. turn .. '|' .. started .. '|' .. fingerprint .. '|' .. first .. idem
 end
 
 -- thread_reply is a thread record followed by its running turn (ID and
@@ -112,7 +122,7 @@ local function thread_reply(out, t, lockkey, turn, started)
 end
 
 -- A turn's events are kept as records, "<id> <name> <data length>\n<data>"
--- each, written by chatd (logRecord) and read back by it (parseLog): Lua
+-- each, written by chatd (appendRecord) and read back by it (parseLog): Lua
 -- passes them along whole, since every call into Lua's string library costs
 -- a script more than copying the bytes.
 --
@@ -161,12 +171,10 @@ local function close_log(logkey, first_record, first, ttl_ms)
     redis.call('DEL', logkey)
     return
   end
-  if redis.call('EXISTS', logkey) == 1 then
-    add_events(logkey, first)
-    redis.call('PEXPIRE', logkey, ttl_ms)
-    return
-  end
-  redis.call('SET', logkey, first_record .. ARGV[first + 1], 'PX', ttl_ms)
+  if redis.call('SET', logkey, first_record .. ARGV[first + 1], 'PX', ttl_ms, 'NX') then return end
+  -- The log is a stream already.
+  add_events(logkey, first)
+  redis.call('PEXPIRE', logkey, ttl_ms)
 end
 
 -- window_size is the history window for a thread bound to processor:
@@ -331,8 +339,8 @@ return {'OK'}
 // beginTurnScript: KEYS thread, lock, pending, msgs, msgdata, idem, idemexp,
 // history; ARGV 1 principal, 2 idempotency field (empty for none), 3 token,
 // 4 lock_ttl_ms, 5 turn id, 6 fingerprint, 7 the turn's first event as a log
-// record (empty for none; kept in the lock), then the window: its default,
-// then processor and window pairs.
+// record after its length, "<length>|<record>" ("0|" for none; kept in the
+// lock), then the window: its default, then processor and window pairs.
 // Returns NOTFOUND | REPLAY + thread + record | BUSY | RUNNING + turn id +
 // fingerprint | PENDING + pending JSON | OK + thread + window messages.
 // A lock held by ARGV token was taken by a first run of this call: nothing
@@ -370,8 +378,9 @@ return ok(ARGV[5], started)
 
 // beginResumeScript: KEYS thread, lock, pending, msgs, msgdata, elicitations,
 // history; ARGV 1 principal, 2 elicitation id, 3 token, 4 lock_ttl_ms,
-// 5 turn id, 6 the turn's first event as a log record (empty for none), then
-// the window: its default, then processor and window pairs.
+// 5 turn id, 6 the turn's first event as a log record after its length
+// ("0|" for none), then the window: its default, then processor and window
+// pairs.
 // Returns NOTFOUND | BUSY (another turn, or another answer's live claim)
 // | CONSUMED | EXPIRED [+ 'first'] | UNKNOWN
 // | OK + thread + pending JSON + window messages. A claim on this
