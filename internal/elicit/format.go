@@ -36,14 +36,11 @@ func checkFormat(f stringFormat, s string) string {
 	return ""
 }
 
-// Character classes of the email and URI grammars, as bits of charClass.
+// Character classes of the email grammar, as bits of charClass (URIs are
+// checked by blocks.IsURI).
 const (
-	classAtext      = 1 << iota // RFC 5322 atext, ASCII only
-	classAlnum                  // ALPHA / DIGIT
-	classUnreserved             // RFC 3986 unreserved
-	classSubDelim               // RFC 3986 sub-delims
-	classURIText                // what a path, query or fragment may hold unescaped
-	classScheme                 // RFC 3986 scheme characters after the first
+	classAtext = 1 << iota // RFC 5322 atext, ASCII only
+	classAlnum             // ALPHA / DIGIT
 )
 
 var charClass = func() (t [256]uint8) {
@@ -52,19 +49,8 @@ var charClass = func() (t [256]uint8) {
 			t[chars[i]] |= bits
 		}
 	}
-	const (
-		alpha = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-		digit = "0123456789"
-	)
-	set(alpha+digit, classAtext|classAlnum|classUnreserved|classURIText|classScheme)
+	set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", classAtext|classAlnum)
 	set("!#$%&'*+-/=?^_`{|}~", classAtext)
-	set("-._~", classUnreserved|classURIText)
-	set("!$&'()*+,;=", classSubDelim|classURIText)
-	// The gen-delims but "#", which ends the path and query and may not
-	// appear in a fragment. "[" and "]" are meant for IP literals only, but
-	// browsers leave them unescaped in queries (a[]=1), so they pass.
-	set(":/?[]@", classURIText)
-	set("+-.", classScheme)
 	return t
 }()
 
