@@ -364,23 +364,33 @@ func (l *load) summary() string {
 	return strings.Join(parts, ", ")
 }
 
-func redisKill(ctx context.Context, cfg config, bin string) ([]row, error) {
-	rds, err := redistest.Launch(ctx, redistest.Options{Args: []string{"--appendonly", "yes", "--appendfsync", "always"}})
+// twoInstances starts a Redis that writes every command to its log before
+// answering (appendfsync always) and two chatd instances sharing it; stop
+// ends them all, whatever the fault did to them.
+func twoInstances(ctx context.Context, cfg config, bin string) (rds *redistest.Process, a, b *instance, stop func(), err error) {
+	rds, err = redistest.Launch(ctx, redistest.Options{Args: []string{"--appendonly", "yes", "--appendfsync", "always"}})
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
-	defer rds.Stop()
 	env := []string{"CHATD_REDIS_URL=redis://" + rds.Addr() + "/0", "CHATD_LOCK_LEASE=" + cfg.lease.String(), "CHATD_RATE_LIMIT=0"}
-	a, err := startChatd(ctx, bin, env...)
+	if a, err = startChatd(ctx, bin, env...); err != nil {
+		rds.Stop()
+		return nil, nil, nil, nil, err
+	}
+	if b, err = startChatd(ctx, bin, env...); err != nil {
+		a.stop()
+		rds.Stop()
+		return nil, nil, nil, nil, err
+	}
+	return rds, a, b, func() { b.stop(); a.stop(); rds.Stop() }, nil
+}
+
+func redisKill(ctx context.Context, cfg config, bin string) ([]row, error) {
+	rds, a, b, stopAll, err := twoInstances(ctx, cfg, bin)
 	if err != nil {
 		return nil, err
 	}
-	defer a.stop()
-	b, err := startChatd(ctx, bin, env...)
-	if err != nil {
-		return nil, err
-	}
-	defer b.stop()
+	defer stopAll()
 	l, err := newLoad(ctx, a.base, "redis-kill", cfg.threads)
 	if err != nil {
 		return nil, err
@@ -417,21 +427,11 @@ func redisKill(ctx context.Context, cfg config, bin string) ([]row, error) {
 }
 
 func instanceKill(ctx context.Context, cfg config, bin string) ([]row, error) {
-	rds, err := redistest.Launch(ctx, redistest.Options{Args: []string{"--appendonly", "yes", "--appendfsync", "always"}})
+	_, a, b, stopAll, err := twoInstances(ctx, cfg, bin)
 	if err != nil {
 		return nil, err
 	}
-	defer rds.Stop()
-	env := []string{"CHATD_REDIS_URL=redis://" + rds.Addr() + "/0", "CHATD_LOCK_LEASE=" + cfg.lease.String(), "CHATD_RATE_LIMIT=0"}
-	a, err := startChatd(ctx, bin, env...)
-	if err != nil {
-		return nil, err
-	}
-	defer a.stop()
-	b, err := startChatd(ctx, bin, env...)
-	if err != nil {
-		return nil, err
-	}
+	defer stopAll()
 	l, err := newLoad(ctx, a.base, "instance-kill", cfg.threads)
 	if err != nil {
 		return nil, err
