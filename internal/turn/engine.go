@@ -175,7 +175,10 @@ type Turn struct {
 	// Replay is the original TurnResult of an idempotent retry.
 	Replay []byte
 
-	e           *Engine
+	e *Engine
+	// startData is Start's JSON, the first event's data, encoded once for
+	// the store and the sink.
+	startData   []byte
 	begun       store.TurnStart
 	userMsg     blocks.Message
 	input       processor.Input
@@ -190,10 +193,11 @@ type Turn struct {
 // body — a retry that may follow that turn instead.
 func (e *Engine) Begin(ctx context.Context, p Plain) (*Turn, error) {
 	start := Start{ThreadID: p.ThreadID, TurnID: blocks.NewID(), MessageID: blocks.NewID(), UserMessageID: p.Message.ID}
+	logged := e.turnBegin(start, p.Fingerprint)
 	begun, err := e.store.BeginTurn(ctx, store.BeginTurn{
 		ThreadID: p.ThreadID, Principal: p.Principal, IdempotencyKey: p.IdempotencyKey,
 		LockTTL: e.cfg.LockLease, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
-		Turn: e.turnBegin(start, p.Fingerprint),
+		Turn: logged,
 	})
 	var running *store.RunningError
 	if errors.As(err, &running) && running.Fingerprint != p.Fingerprint {
@@ -208,7 +212,7 @@ func (e *Engine) Begin(ctx context.Context, p Plain) (*Turn, error) {
 		}
 		return &Turn{Replay: begun.Replay.Result}, nil
 	}
-	t := &Turn{Start: start, e: e, begun: begun, userMsg: p.Message, input: processor.Input{Message: &p.Message}}
+	t := &Turn{Start: start, startData: logged.Start.Data, e: e, begun: begun, userMsg: p.Message, input: processor.Input{Message: &p.Message}}
 	if p.IdempotencyKey != "" {
 		t.idempotency = &store.Idempotency{Principal: p.Principal, Key: p.IdempotencyKey, Fingerprint: p.Fingerprint}
 	}
@@ -243,10 +247,11 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 	// the answer comes before the reply.
 	userMsgID := blocks.NewID()
 	start := Start{ThreadID: a.ThreadID, TurnID: blocks.NewID(), MessageID: blocks.NewID(), UserMessageID: userMsgID}
+	logged := e.turnBegin(start, "")
 	begun, err := e.store.BeginResume(ctx, store.BeginResume{
 		ThreadID: a.ThreadID, Principal: a.Principal, ElicitationID: a.ElicitationID,
 		LockTTL: e.cfg.LockLease, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
-		Turn: e.turnBegin(start, ""),
+		Turn: logged,
 	})
 	if expired := (*store.ExpiredError)(nil); errors.As(err, &expired) && expired.First {
 		// Redis expires pending state silently, so an expiry is counted when
@@ -256,7 +261,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Turn{Start: start, e: e, begun: begun, consumed: a.ElicitationID, answer: a.Result.Action}
+	t := &Turn{Start: start, startData: logged.Start.Data, e: e, begun: begun, consumed: a.ElicitationID, answer: a.Result.Action}
 	if request == nil {
 		// Defensive: a claim implies the read above saw this elicitation
 		// pending (the read shows it even while another answer holds it),
@@ -294,8 +299,7 @@ func (t *Turn) Run(ctx context.Context, stream bool, sink func(Event)) {
 	e := t.e
 	thread := t.begun.Thread
 	ctx = context.WithoutCancel(ctx)
-	startData, _ := blocks.Marshal(t.Start)
-	sink(Event{ID: 1, Kind: EventStart, Start: t.Start, Data: startData})
+	sink(Event{ID: 1, Kind: EventStart, Start: t.Start, Data: t.startData})
 
 	// The lease is renewed while the processor runs; if it is lost, the
 	// processor is stopped, since its commit would be refused anyway.
