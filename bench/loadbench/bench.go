@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -218,12 +220,53 @@ func (b *bench) profile(ctx context.Context, fn op) error {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return err
 	}
+	before, err := b.cpuTimes(ctx)
+	if err != nil {
+		return err
+	}
 	res := runLoad(ctx, loadSpec{requests: profileRequests, concurrency: b.cfg.concurrency, limit: b.cfg.profileFor}, fn)
+	after, err := b.cpuTimes(ctx)
 	pprof.StopCPUProfile()
+	if err != nil {
+		return err
+	}
 	if res.errors > 0 {
 		return fmt.Errorf("profiled run: %d failed requests; first: %w", res.errors, res.firstErr)
 	}
+	if res.done > 0 {
+		per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(res.done) }
+		fmt.Fprintf(os.Stderr, "profiled run: %.0f ops/s; CPU per op: %.0f µs in this process (clients and servers), %.0f µs in redis-server\n",
+			res.throughput(), per(after.self-before.self), per(after.redis-before.redis))
+	}
 	return errors.Join(ctx.Err(), f.Close())
+}
+
+// cpuTimes is the CPU time used so far by this process and by the
+// benchmark's redis-server (INFO cpu).
+type cpuTimes struct{ self, redis time.Duration }
+
+func (b *bench) cpuTimes(ctx context.Context) (cpuTimes, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return cpuTimes{}, err
+	}
+	info, err := b.rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	var redisSec float64
+	for line := range strings.Lines(info) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return cpuTimes{}, fmt.Errorf("INFO cpu %s: %w", k, err)
+			}
+			redisSec += f
+		}
+	}
+	self := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return cpuTimes{self: self, redis: time.Duration(redisSec * float64(time.Second))}, nil
 }
 
 // profileRequests bounds the profiled run in count as well as in time.
