@@ -57,11 +57,16 @@ import (
 const historyLua = `
 local CHUNK, LIVE = 32, 64
 
--- id_less compares IDs byte by byte: Lua's < on strings follows the server's
--- locale, which a replica need not share. Time-ordered IDs share long
--- prefixes, so it skips equal 8-byte blocks first: a call into Lua's string
--- library costs far more than comparing the strings it returns.
+-- id_less compares IDs byte by byte. Lua's < on strings follows the
+-- server's collation (strcoll), which is byte order only in the C locale,
+-- so < is used when this server's collation orders the characters of IDs
+-- (hyphen, digits, lower and upper case) as bytes do: 'B' < 'a' holds in no
+-- alphabetical collation. Otherwise time-ordered IDs, which share long
+-- prefixes, are compared skipping equal 8-byte blocks first: a call into
+-- Lua's string library costs far more than comparing the strings it returns.
+local BYTE_COLLATION = '-' < '0' and '9' < 'A' and 'Z' < 'a' and 'B' < 'a'
 local function id_less(a, b)
+  if BYTE_COLLATION then return a < b end
   if a == b then return false end
   local i, n = 1, math.min(#a, #b)
   while i + 7 <= n and string.sub(a, i, i + 7) == string.sub(b, i, i + 7) do i = i + 8 end

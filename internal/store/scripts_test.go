@@ -1,10 +1,15 @@
 package store
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"chatd/internal/redistest"
 )
 
 // TestLuaPrelude: a script carries the helpers its body calls and those
@@ -31,4 +36,58 @@ func TestLuaPrelude(t *testing.T) {
 	assert.False(t, defines(of, "chunk"))
 	assert.Contains(t, luaPrelude("local t = owned_thread(KEYS[1], ARGV[1])"), "-- owned_thread returns")
 	assert.Empty(t, luaPrelude("return 1"))
+}
+
+// TestIDLess: id_less orders IDs as bytes do, with the server's own
+// collation (byte order under the C and C.UTF-8 locales tests run in, so <)
+// and with its byte-by-byte comparison (forced here: no alphabetical locale
+// need be installed), for IDs differing anywhere, prefixes, case and the
+// empty ID.
+func TestIDLess(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ids := []string{"", "0", "01", "0193a1b2-0000-7000-8000-000000000000", "0193a1b2-0000-7000-8000-000000000001",
+		"0193a1b2-0000-7000-8000-00000000000a", "0193a1b2-0001-7000-8000-000000000000", "0193a1b3-0000-7000-8000-000000000000",
+		"0193A1b3-0000-7000-8000-000000000000", "0193a1b2-0000-7000-8000-00000000000", "ff", "Ff", "-", "a-b", "ab"}
+	body := `
+local out = {tostring(BYTE_COLLATION)}
+for i = 1, #ARGV do
+  for j = 1, #ARGV do out[#out + 1] = id_less(ARGV[i], ARGV[j]) and 1 or 0 end
+end
+return out`
+	src := luaPrelude(body) + body
+	const probe = "local BYTE_COLLATION = '-' < '0'"
+	require.Contains(t, src, probe)
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	for _, collation := range []string{"server", "forced off"} {
+		s := src
+		if collation == "forced off" {
+			s = strings.Replace(src, probe, "local BYTE_COLLATION = false and '-' < '0'", 1)
+		}
+		reply, err := rdb.Eval(context.Background(), s, nil, args...).Slice()
+		require.NoError(t, err)
+		if collation == "server" {
+			t.Logf("the test server's collation is byte order: %v", reply[0])
+		} else {
+			require.Equal(t, "false", reply[0])
+		}
+		k := 1
+		for _, a := range ids {
+			for _, b := range ids {
+				assert.Equal(t, boolInt(a < b), reply[k], "%s: id_less(%q, %q)", collation, a, b)
+				k++
+			}
+		}
+	}
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
