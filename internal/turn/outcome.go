@@ -118,7 +118,9 @@ func (t *Turn) buildCommit(out processor.Output) (store.Commit, encodedResult, e
 		return store.Commit{}, encodedResult{}, fmt.Errorf("processor output: %w", err)
 	}
 	commit.Messages = []blocks.Message{t.userMsg, assistant}
-	if t.consumed == "" {
+	// A preview is set once; a thread that had one when the turn began keeps
+	// it, so the commit need not offer another.
+	if t.consumed == "" && thread.Preview == "" {
 		commit.Preview = preview(t.userMsg.Text)
 	}
 	if t.idempotency != nil {
