@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -56,6 +57,9 @@ type config struct {
 	// authentications per client address; "0" disables either.
 	RateLimit     ratelimit.Rate `envconfig:"RATE_LIMIT" default:"600/1m"`
 	AuthFailLimit ratelimit.Rate `envconfig:"AUTH_FAIL_LIMIT" default:"30/1m"`
+	// TrustedProxies are the gateways (IPs or CIDR prefixes) whose
+	// X-Forwarded-For names the client failed authentications count against.
+	TrustedProxies []string `envconfig:"TRUSTED_PROXIES"`
 	// RateLimitDelay holds each refused request this long before its 429
 	// (negative: answer at once).
 	RateLimitDelay time.Duration `envconfig:"RATE_LIMIT_DELAY" default:"250ms"`
@@ -126,6 +130,9 @@ func (c config) validate() error {
 		check(validOrigin(strings.TrimSpace(origin)),
 			"CHATD_CORS_ORIGINS: %q is not an origin: want scheme://host[:port] with no path, or *", origin)
 	}
+	if _, err := c.trustedProxies(); err != nil {
+		errs = append(errs, err)
+	}
 	check(c.HistoryMax >= 1, "CHATD_HISTORY_MAX must be at least 1")
 	check(c.RedisWaitReplicas >= 0, "CHATD_REDIS_WAIT_REPLICAS must not be negative")
 	check(c.RedisWaitTimeout >= time.Millisecond, "CHATD_REDIS_WAIT_TIMEOUT must be at least 1ms")
@@ -153,6 +160,25 @@ func (c config) validate() error {
 		errs = append(errs, fmt.Errorf("CHATD_ENTITY_URL_TEMPLATE: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// trustedProxies parses CHATD_TRUSTED_PROXIES: comma-separated IP
+// addresses (a prefix of one address) and CIDR prefixes.
+func (c config) trustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, entry := range trimAll(c.TrustedProxies) {
+		if p, err := netip.ParsePrefix(entry); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		addr, err := netip.ParseAddr(entry)
+		if err != nil {
+			return nil, fmt.Errorf("CHATD_TRUSTED_PROXIES: %q is not an IP address or a CIDR prefix (such as 10.0.0.0/8)", entry)
+		}
+		addr = addr.Unmap()
+		out = append(out, netip.PrefixFrom(addr, addr.BitLen()))
+	}
+	return out, nil
 }
 
 // isLoopback reports whether addr only listens on a loopback interface.

@@ -103,6 +103,10 @@ func run(ctx context.Context, logOut io.Writer) error {
 			return fmt.Errorf("chat page: %w", err)
 		}
 	}
+	proxies, err := cfg.trustedProxies()
+	if err != nil {
+		return err
+	}
 	// With Redis, every instance shares the rate limits' counts.
 	var counter ratelimit.Counter
 	if rc, ok := st.(ratelimit.Counter); ok {
@@ -118,7 +122,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,
 			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth, LockLease: cfg.LockLease, RefusalDelay: refusalDelay(cfg.RateLimitDelay),
-			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: principalHeader(cfg),
+			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: principalHeader(cfg), TrustedProxies: proxies,
 		},
 	})
 	httpServer := serve.New(server, serve.Timeouts{

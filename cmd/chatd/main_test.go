@@ -218,6 +218,10 @@ func TestConfigRefusesAnonymousOffLoopback(t *testing.T) {
 		{"address without port", map[string]string{"CHATD_ADDR": "nonsense"}, `CHATD_ADDR "nonsense": want host:port`},
 		{"shutdown shorter than a turn", map[string]string{"CHATD_TURN_TIMEOUT": "90s"}, "CHATD_SHUTDOWN_TIMEOUT (1m10s) must be at least CHATD_TURN_TIMEOUT (1m30s)"},
 		{"apikey without keys", map[string]string{"CHATD_AUTH_MODE": "apikey"}, "CHATD_API_KEYS or CHATD_API_KEYS_FILE"},
+		{"trusted proxies", map[string]string{"CHATD_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.7,2001:db8::/32"}, ""},
+		{"a trusted proxy that is no address", map[string]string{"CHATD_TRUSTED_PROXIES": "10.0.0.0/8,gateway"},
+			`CHATD_TRUSTED_PROXIES: "gateway" is not an IP address or a CIDR prefix`},
+		{"a trusted prefix out of range", map[string]string{"CHATD_TRUSTED_PROXIES": "10.0.0.0/33"}, `CHATD_TRUSTED_PROXIES: "10.0.0.0/33"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

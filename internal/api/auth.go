@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -169,7 +168,7 @@ func principalFrom(ctx context.Context) string {
 // be guessed at speed), then requests per principal.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		addr := clientAddr(r)
+		addr := s.clientAddr(r)
 		if s.authFailLimit.Enabled() {
 			if d, blocked := s.authFailLimit.Blocked(addr); blocked {
 				s.holdRefusal(r)
@@ -241,21 +240,4 @@ func rateLimited(w http.ResponseWriter, d ratelimit.Decision, detail string) err
 	setRateHeaders(w, d)
 	w.Header().Set("Retry-After", strconv.Itoa(max(d.ResetSeconds(), 1)))
 	return errorf(http.StatusTooManyRequests, "rate_limited", "%s", detail)
-}
-
-// clientAddr is the address failed authentications are counted against:
-// the peer's IP, an IPv6 peer's /64 (one host's usual allocation).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return host
-	}
-	if ip4 := ip.To4(); ip4 != nil {
-		return ip4.String()
-	}
-	return ip.Mask(net.CIDRMask(64, 128)).String()
 }

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"net/netip"
 	"strconv"
 	"testing"
 	"time"
@@ -95,6 +96,69 @@ func TestAuthFailLimit(t *testing.T) {
 		mustProblem(t, resp, http.StatusTooManyRequests, "rate_limited")
 		assert.NotEmpty(t, resp.Header.Get("Retry-After"))
 	}
+}
+
+// TestAuthFailLimitBehindProxy checks CHATD_TRUSTED_PROXIES: from a
+// trusted gateway, failed authentications count against the client its
+// X-Forwarded-For names (the first address from the right that is not a
+// trusted proxy), so one client's bad keys do not lock the gateway's other
+// clients out; what a client prepends to the header changes nothing; and
+// from a peer that is not trusted the header is ignored.
+func TestAuthFailLimitBehindProxy(t *testing.T) {
+	t.Parallel()
+	auth, err := api.NewAPIKeyAuth([]api.APIKey{{Principal: alice, Key: "right"}})
+	require.NoError(t, err)
+	newServer := func(trusted ...string) *testServer {
+		return newTestServer(t, withAuth(auth), withDeps(func(d *api.Deps) {
+			d.AuthFailLimit = ratelimit.New(ratelimit.Rate{N: 3, Per: time.Hour}, nil, nil)
+		}), withConfig(func(c *api.Config) {
+			c.RefusalDelay = -1
+			for _, p := range trusted {
+				c.TrustedProxies = append(c.TrustedProxies, netip.MustParsePrefix(p))
+			}
+		}))
+	}
+	request := func(key string, forwarded ...string) testRequest {
+		h := http.Header{"Authorization": {"Bearer " + key}}
+		for _, f := range forwarded {
+			h.Add("X-Forwarded-For", f)
+		}
+		return testRequest{method: http.MethodGet, path: "/v1/processors", header: h}
+	}
+	// The test client connects from 127.0.0.1: the gateway.
+	ts := newServer("127.0.0.0/8", "10.0.0.0/8")
+	steps := []struct {
+		name      string
+		forwarded []string
+		// remaining is what the failure leaves the address it counted against.
+		remaining int
+	}{
+		{"client A", []string{"203.0.113.7"}, 2},
+		{"client A again, through a second trusted proxy", []string{"203.0.113.7, 10.1.2.3"}, 1},
+		{"client A prepending an address of its choosing", []string{"198.51.100.1, 203.0.113.7"}, 0},
+		{"client B, in a second header", []string{"192.0.2.1", "203.0.113.8"}, 2},
+		{"an IPv6 client", []string{"2001:db8::1"}, 2},
+		{"another host in its /64", []string{"2001:db8::2"}, 1},
+		{"no header: the gateway itself", nil, 2},
+		{"an entry that is not an address: the hop that reported it", []string{"203.0.113.7, not-an-ip"}, 1},
+	}
+	for _, step := range steps {
+		resp := ts.do(t, request("guess", step.forwarded...))
+		mustProblem(t, resp, http.StatusUnauthorized, "unauthorized")
+		mustRateHeaders(t, resp, 3, step.remaining)
+	}
+	resp := ts.do(t, request("right", "203.0.113.7"))
+	mustProblem(t, resp, http.StatusTooManyRequests, "rate_limited")
+	mustStatus(t, ts.do(t, request("right", "203.0.113.8")), http.StatusOK)
+
+	// Not trusted: every request counts against the peer whatever it forwards.
+	direct := newServer("10.0.0.0/8")
+	for i, forwarded := range []string{"203.0.113.1", "203.0.113.2", "203.0.113.3"} {
+		resp := direct.do(t, request("guess", forwarded))
+		mustProblem(t, resp, http.StatusUnauthorized, "unauthorized")
+		mustRateHeaders(t, resp, 3, 2-i)
+	}
+	mustProblem(t, direct.do(t, request("right", "203.0.113.4")), http.StatusTooManyRequests, "rate_limited")
 }
 
 // TestRateLimitShared runs two servers — two instances — on one Redis: the

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"chatd/internal/processor"
@@ -77,6 +78,10 @@ type Config struct {
 	// negative delay answers every refusal at once.
 	RefusalDelay    time.Duration
 	MaxHeldRefusals int
+	// TrustedProxies are the gateways whose X-Forwarded-For names the
+	// client whose failed authentications are counted (see clientAddr);
+	// a request from any other peer is counted against the peer.
+	TrustedProxies []netip.Prefix
 }
 
 // DefaultConfig is SPEC §9's defaults.
