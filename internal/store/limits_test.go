@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,4 +174,31 @@ func testThreadQuota(t *testing.T, newStore newStoreFunc) {
 	require.NoError(t, err)
 	_, err = create(owner)
 	assert.ErrorIs(t, err, store.ErrQuotaExceeded)
+
+	// Creates racing at the quota: exactly as many pass as there is room
+	// for, whatever the interleaving.
+	racer := "quota-" + blocks.NewID()
+	const racers = 24
+	errs := make(chan error, racers)
+	var wg sync.WaitGroup
+	for range racers {
+		wg.Go(func() {
+			_, err := create(racer)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	created := 0
+	for err := range errs {
+		if err == nil {
+			created++
+			continue
+		}
+		require.ErrorIs(t, err, store.ErrQuotaExceeded)
+	}
+	assert.Equal(t, opts.MaxThreads, created)
+	page, err := st.ListThreads(ctx, racer, racers, "")
+	require.NoError(t, err)
+	assert.Len(t, page.Threads, opts.MaxThreads, "the refused creates left nothing listed")
 }

@@ -531,22 +531,18 @@ func (r *Redis) CreateThread(ctx context.Context, t Thread) error {
 		return err
 	}
 	k := keysFor(t.ID)
-	// The principal's threads are counted in the same round trip, before
-	// the index learns of this one; a create found over the quota is undone.
-	var quota *redis.Cmd
-	index := r.touchIndex(t.Owner, t.ID, t.UpdatedAt, false)
+	// The principal's index counts and lists the thread in the same round
+	// trip; a create it finds over the quota is undone.
+	var listed *redis.Cmd
 	status, _, err := r.runWrite(ctx, "create thread", createScript, []string{k.thread},
 		[]any{t.Owner, t.Processor, formatTime(t.CreatedAt), formatTime(t.UpdatedAt), r.opts.ThreadTTL.Milliseconds(), call},
-		func(pipe redis.Pipeliner) {
-			quota = quotaScript.Eval(ctx, pipe, []string{ownerKey(t.Owner)}, r.opts.MaxThreads)
-			index(pipe)
-		})
+		func(pipe redis.Pipeliner) { listed = r.indexNew(ctx, pipe, t) })
 	if err != nil {
 		return err
 	}
 	switch status {
 	case "OK":
-		return r.enforceQuota(ctx, t, quota)
+		return r.enforceQuota(ctx, t, listed)
 	case "EXISTS":
 		return fmt.Errorf("store: thread %s already exists", t.ID)
 	}
@@ -1153,27 +1149,46 @@ func (r *Redis) RenewLock(ctx context.Context, threadID, lockToken, turnID strin
 	return unexpectedStatus("renew lock", status)
 }
 
+// indexNew lists new thread t in its owner's index if the owner has fewer
+// than MaxThreads listed (indexNewScript).
+func (r *Redis) indexNew(ctx context.Context, c redis.Scripter, t Thread) *redis.Cmd {
+	return indexNewScript.Eval(ctx, c, []string{ownerKey(t.Owner)},
+		r.opts.MaxThreads, t.ID, t.UpdatedAt.UnixMilli(), r.opts.ThreadTTL.Milliseconds())
+}
+
 // enforceQuota undoes the create of t when its owner already had MaxThreads
-// live threads. The principal's index counted them in the create's round
-// trip; it may still list threads that expired or were deleted by a crashed
-// instance, so a count at the quota is checked thread by thread (scripts, so
-// the primary answers, not a replica behind on deletes) and the dead ones
-// dropped. Two creates racing at the quota may both pass: the quota bounds a
-// principal's threads give or take its concurrent requests. A count that
-// failed is no reason to refuse a thread that was created.
-func (r *Redis) enforceQuota(ctx context.Context, t Thread, quota *redis.Cmd) error {
-	reply, err := quota.Slice()
-	if err != nil || len(reply) == 0 || reply[0] != "FULL" {
+// live threads. The owner's index may still list threads that expired or
+// were deleted by a crashed instance, so a full index is checked thread by
+// thread (scripts, so the primary answers, not a replica behind on
+// deletes), the dead ones dropped, and t listed again if there is room now.
+// Counting and listing are one script, so creates racing at the quota pass
+// only as many as there is room for. A thread listed or updated in the
+// last quotaGrace counts as live whatever its record says: a racing create may
+// list its thread before writing it (the index and the thread are on
+// different slots, and with WaitReplicas in different pipelines). An index
+// that could not be reached is no reason to refuse a thread that was
+// created: it is listed as best it can be, and the quota holds again from
+// the next create.
+func (r *Redis) enforceQuota(ctx context.Context, t Thread, listed *redis.Cmd) error {
+	reply, err := listed.Slice()
+	if err != nil {
+		r.listAnyway(ctx, t)
+		return nil
+	}
+	if len(reply) == 0 || reply[0] != "FULL" {
 		return nil
 	}
 	var ids []any
-	for _, id := range reply[1:] {
-		if member, _ := replyString(id); member != t.ID {
+	recent := time.Now().Add(-quotaGrace).UnixMilli()
+	for i := 1; i+1 < len(reply); i += 2 {
+		member, _ := replyString(reply[i])
+		score, _ := replyString(reply[i+1])
+		if ms, err := strconv.ParseFloat(score, 64); member != t.ID && err == nil && int64(ms) < recent {
 			ids = append(ids, member)
 		}
 	}
 	if err := existsScript.Load(ctx, r.client).Err(); err != nil {
-		return wrapRedisError("count threads", err)
+		return r.undoCreate(ctx, t, wrapRedisError("count threads", err))
 	}
 	exists := make([]*redis.Cmd, len(ids))
 	if _, err := r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -1182,7 +1197,7 @@ func (r *Redis) enforceQuota(ctx context.Context, t Thread, quota *redis.Cmd) er
 		}
 		return nil
 	}); err != nil {
-		return wrapRedisError("count threads", err)
+		return r.undoCreate(ctx, t, wrapRedisError("count threads", err))
 	}
 	var dead []any
 	for i, c := range exists {
@@ -1192,14 +1207,39 @@ func (r *Redis) enforceQuota(ctx context.Context, t Thread, quota *redis.Cmd) er
 	}
 	if len(dead) > 0 {
 		if _, _, err := r.run(ctx, "count threads", unindexScript, []string{ownerKey(t.Owner)}, dead...); err != nil {
-			return err
+			return r.undoCreate(ctx, t, err)
+		}
+		// Room was made: t takes it unless a racing create took it first.
+		again, err := r.indexNew(ctx, r.client, t).Slice()
+		if err != nil {
+			r.listAnyway(ctx, t)
+			return nil
+		}
+		if len(again) == 0 || again[0] != "FULL" {
+			return nil
 		}
 	}
-	if len(ids)-len(dead) < r.opts.MaxThreads {
+	return r.undoCreate(ctx, t, fmt.Errorf("store: principal owns %d threads: %w", r.opts.MaxThreads, ErrQuotaExceeded))
+}
+
+// listAnyway lists t in its owner's index, unchecked, when the checked
+// listing failed: a listing aid the next write or listing repairs.
+func (r *Redis) listAnyway(ctx context.Context, t Thread) {
+	_, _ = r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		r.touchIndex(t.Owner, t.ID, t.UpdatedAt, false)(pipe)
 		return nil
-	}
+	})
+}
+
+// quotaGrace is how long a thread counts against its owner's quota
+// unchecked once listed (see enforceQuota).
+const quotaGrace = time.Minute
+
+// undoCreate deletes thread t, created over its owner's quota or with the
+// quota unknown, and returns why.
+func (r *Redis) undoCreate(ctx context.Context, t Thread, why error) error {
 	if err := r.DeleteThread(ctx, t.ID, t.Owner); err != nil {
 		return err
 	}
-	return fmt.Errorf("store: principal owns %d threads: %w", r.opts.MaxThreads, ErrQuotaExceeded)
+	return why
 }
