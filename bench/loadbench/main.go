@@ -20,9 +20,13 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
+
+// profileRows are the rows -cpuprofile can profile.
+var profileRows = []string{"1", "2", "2r", "3", "4", "6", "6c", "6d", "8a", "8b"}
 
 // config is the benchmark's command line.
 type config struct {
@@ -55,7 +59,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.seedBatch, "seed-batch", 500, "messages per store commit when seeding long threads")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "after the row of -profile-row, run its load again under the CPU profiler and write the profile to this file")
 	fs.DurationVar(&cfg.profileFor, "profile-duration", 10*time.Second, "how long the profiled run of -cpuprofile lasts")
-	fs.StringVar(&cfg.profileRow, "profile-row", "2", "the row -cpuprofile profiles: 1, 2, 2r, 3, 4, 6, 6c or 6d")
+	fs.StringVar(&cfg.profileRow, "profile-row", "2", "the row -cpuprofile profiles: 1, 2, 2r, 3, 4, 6, 6c, 6d, 8a or 8b")
 	fs.BoolVar(&cfg.readHistory, "read-history", false, "rows 1, 2, 4 and 6 use an echo that reads its whole history window (chatd's default, 50), to show what a processor reading history costs")
 	fs.BoolVar(&cfg.turnsOnly, "turns-only", false, "measure only the plain-turn rows (1, 2, 2r, 2p, 3)")
 	fs.StringVar(&cfg.redisBin, "redis-server", "", "redis-server binary (default: from PATH, installed with apt-get when missing and root)")
@@ -64,8 +68,8 @@ func parseFlags(args []string) (config, error) {
 	}
 	if cfg.requests < 2 || cfg.concurrency < 1 || cfg.rounds < 1 || cfg.rounds > cfg.requests/2 || cfg.warmup < 0 || cfg.rowLimit <= 0 || cfg.total <= 0 ||
 		cfg.bigThread < 10 || cfg.seedBatch < 1 || cfg.profileFor <= 0 ||
-		!slices.Contains([]string{"1", "2", "3", "4", "6"}, cfg.profileRow) {
-		return cfg, fmt.Errorf("flags out of range: requests ≥ 2, concurrency ≥ 1, 1 ≤ rounds ≤ requests/2, warmup ≥ 0, durations > 0, big-thread ≥ 10, seed-batch ≥ 1, profile-row one of 1, 2, 3, 4, 6")
+		!slices.Contains(profileRows, cfg.profileRow) {
+		return cfg, fmt.Errorf("flags out of range: requests ≥ 2, concurrency ≥ 1, 1 ≤ rounds ≤ requests/2, warmup ≥ 0, durations > 0, big-thread ≥ 10, seed-batch ≥ 1, profile-row one of %s", strings.Join(profileRows, ", "))
 	}
 	return cfg, nil
 }

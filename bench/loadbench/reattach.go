@@ -69,6 +69,17 @@ func (b *bench) measureTurnLog(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
+	for id, c := range map[string]struct {
+		client  *client
+		threads []string
+	}{"8a": {loggedC, loggedThreads}, "8b": {bareC, bareThreads}} {
+		err := b.maybeProfile(ctx, id, func(ctx context.Context, worker, _ int) (time.Duration, error) {
+			return c.client.streamTurn(ctx, c.threads[worker], streamBody)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 
 	// 8c: turns run on one instance, reattached on another sharing Redis.
 	other, err := newChatd(b.newRedisStore(store.Options{}), api.DefaultConfig, b.cfg.readHistory)
