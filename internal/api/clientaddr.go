@@ -43,7 +43,7 @@ func (s *Server) forwardedClient(values []string, peer netip.Addr) netip.Addr {
 			if err != nil {
 				return hop
 			}
-			addr = addr.Unmap()
+			addr = addr.Unmap().WithZone("")
 			if !s.trusted(addr) {
 				return addr
 			}
@@ -72,5 +72,6 @@ func parseAddr(remote string) (netip.Addr, bool) {
 	if err != nil {
 		return netip.Addr{}, false
 	}
-	return addr.Unmap(), true
+	// A link-local peer's zone names this host's interface, not the peer.
+	return addr.Unmap().WithZone(""), true
 }

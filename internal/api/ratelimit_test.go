@@ -139,6 +139,8 @@ func TestAuthFailLimitBehindProxy(t *testing.T) {
 		{"client B, in a second header", []string{"192.0.2.1", "203.0.113.8"}, 2},
 		{"an IPv6 client", []string{"2001:db8::1"}, 2},
 		{"another host in its /64", []string{"2001:db8::2"}, 1},
+		{"a link-local client with a zone", []string{"fe80::1%eth0"}, 2},
+		{"the zone names an interface, not the client", []string{"fe80::7"}, 1},
 		{"no header: the gateway itself", nil, 2},
 		{"an entry that is not an address: the hop that reported it", []string{"203.0.113.7, not-an-ip"}, 1},
 	}
