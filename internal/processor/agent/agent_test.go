@@ -194,19 +194,13 @@ const validAskUser = `{"message":"Which size?","requestedSchema":{"type":"object
 
 func TestAskUserPauseResumesOnAnotherInstance(t *testing.T) {
 	srv := redistest.Start(t)
-	openStore := func() api.Store {
-		st, err := store.OpenRedis(srv.URL(), testStoreOpts)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		return st
-	}
 	m := newFakeModel(t,
 		toolReply("I need one detail.", call{"call_ask", "ask_user", validAskUser}),
 		textReply("Ordering size M."))
 	// Two instances, each with its own store client and its own agent: the
 	// answer reaches a processor that never saw the question.
-	first := newChatd(t, openStore(), mustAgent(t, agentConfig(m)), api.DefaultConfig)
-	second := newChatd(t, openStore(), mustAgent(t, agentConfig(m)), api.DefaultConfig)
+	first := newChatd(t, openRedisStore(t, srv), mustAgent(t, agentConfig(m)), api.DefaultConfig)
+	second := newChatd(t, openRedisStore(t, srv), mustAgent(t, agentConfig(m)), api.DefaultConfig)
 	thread := first.mustThread(t)
 
 	paused := first.mustTurn(t, thread, "Order a shirt")

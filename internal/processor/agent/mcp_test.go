@@ -83,14 +83,8 @@ func waitForTool(tb testing.TB, src agent.ToolSource, name string) {
 func TestMCPReferenceServer(t *testing.T) {
 	everything := everythingServer(t)
 	redisSrv := redistest.Start(t)
-	openStore := func() *store.Redis {
-		st, err := store.OpenRedis(redisSrv.URL(), testStoreOpts)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		return st
-	}
 	m := newFakeModel(t)
-	stA, stB := openStore(), openStore()
+	stA, stB := openRedisStore(t, redisSrv), openRedisStore(t, redisSrv)
 	agentA, mgrA := mcpAgent(t, m, stA, everything)
 	agentB, _ := mcpAgent(t, m, stB, everything)
 	first := newChatd(t, stA, agentA, api.DefaultConfig)
@@ -185,14 +179,8 @@ func TestMCPGoServers(t *testing.T) {
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(version, func(t *testing.T) {
 			server := newGoMCPServer(t, version)
-			openStore := func() *store.Redis {
-				st, err := store.OpenRedis(redisSrv.URL(), testStoreOpts)
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = st.Close() })
-				return st
-			}
 			m := newFakeModel(t)
-			stA, stB := openStore(), openStore()
+			stA, stB := openRedisStore(t, redisSrv), openRedisStore(t, redisSrv)
 			agentA, _ := mcpAgent(t, m, stA, server)
 			agentB, _ := mcpAgent(t, m, stB, server)
 			first := newChatd(t, stA, agentA, api.DefaultConfig)
@@ -228,14 +216,8 @@ func TestMCPGoServers(t *testing.T) {
 func TestMCPHolderGone(t *testing.T) {
 	redisSrv := redistest.Start(t)
 	server := newGoMCPServer(t, "2025-06-18")
-	openStore := func() *store.Redis {
-		st, err := store.OpenRedis(redisSrv.URL(), testStoreOpts)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		return st
-	}
 	m := newFakeModel(t)
-	stA, stB := openStore(), openStore()
+	stA, stB := openRedisStore(t, redisSrv), openRedisStore(t, redisSrv)
 	agentA, mgrA := mcpAgent(t, m, stA, server)
 	agentB, _ := mcpAgent(t, m, stB, server)
 	first := newChatd(t, stA, agentA, api.DefaultConfig)
@@ -255,4 +237,14 @@ func TestMCPHolderGone(t *testing.T) {
 	msgs := m.sent()[1].Messages
 	assert.Equal(t, "error: the tool did not complete: the chatd instance that was running it is gone",
 		msgs[len(msgs)-1]["content"], "the model is told")
+}
+
+// openRedisStore opens a store client of its own on srv, as one instance
+// of chatd would, closed with the test.
+func openRedisStore(t *testing.T, srv *redistest.Server) *store.Redis {
+	t.Helper()
+	st, err := store.OpenRedis(srv.URL(), testStoreOpts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }
