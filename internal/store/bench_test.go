@@ -36,8 +36,7 @@ func benchStores(b *testing.B, fn func(b *testing.B, st contractStore, threadID 
 		}},
 		{"Redis", func(b *testing.B, opts store.Options) (contractStore, func() time.Duration) {
 			srv := redistest.Start(b)
-			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-			b.Cleanup(func() { _ = rdb.Close() })
+			rdb := newServerClient(b, srv)
 			return newTestRedis(b, srv, &redis.Options{Addr: srv.Addr()}, opts), func() time.Duration {
 				return mustScriptTime(b, rdb)
 			}

@@ -84,8 +84,7 @@ func newTestResendEnv(tb testing.TB, srv *redistest.Server) *resendEnv {
 	client.AddHook(hook)
 	resend := store.NewRedis(client, testOpts)
 	tb.Cleanup(func() { _ = resend.Close() })
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	tb.Cleanup(func() { _ = rdb.Close() })
+	rdb := newServerClient(tb, srv)
 	return &resendEnv{
 		resend: resend,
 		plain:  newTestRedis(tb, srv, &redis.Options{Addr: srv.Addr()}, testOpts),

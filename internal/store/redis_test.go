@@ -29,6 +29,15 @@ func newTestRedisFunc(srv *redistest.Server) newStoreFunc {
 	}
 }
 
+// newServerClient returns a plain client on srv, for a test to look at or
+// change what a store keeps; it is closed with the test.
+func newServerClient(tb testing.TB, srv *redistest.Server) *redis.Client {
+	tb.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	tb.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 func newTestRedis(tb testing.TB, srv *redistest.Server, o *redis.Options, opts store.Options) *store.Redis {
 	tb.Helper()
 	st := store.NewRedis(redis.NewClient(o), opts)
@@ -46,8 +55,7 @@ func TestRedisContract(t *testing.T) {
 func TestRedisKeys(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := newServerClient(t, srv)
 	opts := testOpts
 	opts.ThreadTTL = time.Hour
 	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, opts)
@@ -431,8 +439,7 @@ func TestOpenRedisWaitTimeout(t *testing.T) {
 func TestRedisEarlierHistoryLayout(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := newServerClient(t, srv)
 	opts := testOpts
 	opts.HistoryMax = 60
 	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, opts)
@@ -488,8 +495,7 @@ func TestRedisEarlierHistoryLayout(t *testing.T) {
 func TestRedisHistoryFieldsBounded(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := newServerClient(t, srv)
 	opts := testOpts
 	opts.HistoryMax = 100
 	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, opts)
@@ -521,8 +527,7 @@ func TestRedisHistoryFieldsBounded(t *testing.T) {
 func TestRedisTurnLogForms(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := newServerClient(t, srv)
 	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, testOpts)
 	th := mustCreateThread(t, st)
 	logType := func(turnID string) string {
@@ -573,8 +578,7 @@ func TestRedisTurnLogForms(t *testing.T) {
 func TestRedisEarlierLockFormat(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := newServerClient(t, srv)
 	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, testOpts)
 	th := mustCreateThread(t, st)
 	turnID := blocks.NewID()
