@@ -148,7 +148,10 @@ local function seal(h, c)
       if ids[i] and id_less(top, ids[i]) then top = ids[i] end
     end
   end
-  redis.call('HSET', h, tostring(c), table.concat(recs, '\n') .. '\n', 'x' .. c, top .. '|' .. table.concat(lens, ','))
+  -- An empty last record ends the chunk with a newline: joined once, not
+  -- joined and then copied with one more byte.
+  recs[#recs + 1] = ''
+  redis.call('HSET', h, tostring(c), table.concat(recs, '\n'), 'x' .. c, top .. '|' .. table.concat(lens, ','))
   redis.call('HDEL', h, unpack(fields))
   if #index > 0 then redis.call('HDEL', h, unpack(index)) end
 end
