@@ -22,7 +22,7 @@ func (u unlogged) BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnS
 }
 
 func (u unlogged) CommitTurn(ctx context.Context, c store.Commit) error {
-	c.TurnID, c.Events = "", nil
+	c.TurnID, c.Start, c.Events = "", store.TurnEvent{}, nil
 	return u.Redis.CommitTurn(ctx, c)
 }
 

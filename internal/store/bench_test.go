@@ -136,7 +136,7 @@ func BenchmarkJSONTurn(b *testing.B) {
 						b.Fatal(err)
 					}
 					err = st.CommitTurn(ctx, store.Commit{ThreadID: threadID, Owner: alice, LockToken: ts.LockToken,
-						Messages: newTestMessages(2, "bench"), TurnID: begin.ID, Events: events, Preview: "bench"})
+						Messages: newTestMessages(2, "bench"), TurnID: begin.ID, Start: begin.Start, Events: events, Preview: "bench"})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -201,6 +201,29 @@ func eventArgs(args []any, events []TurnEvent) []any {
 	return append(args, events[len(events)-1].ID, records)
 }
 
+// logArgs appends what ends a turn's log (see close_log in the scripts): the
+// ID of the last of events, the whole log as records (start's, when the turn
+// logged a first event, then events'), and the length of start's record; 0,
+// "" and 0 when there are no events.
+func logArgs(args []any, start TurnEvent, events []TurnEvent) []any {
+	if len(events) == 0 {
+		return append(args, 0, "", 0)
+	}
+	size := len(start.Name) + len(start.Data) + 24
+	for _, e := range events {
+		size += len(e.Name) + len(e.Data) + 24
+	}
+	records := make([]byte, 0, size)
+	if start.Name != "" {
+		records = appendRecord(records, start)
+	}
+	skip := len(records)
+	for _, e := range events {
+		records = appendRecord(records, e)
+	}
+	return append(args, events[len(events)-1].ID, records, skip)
+}
+
 // lockRecord is a begun turn's first event as a log record after its
 // length, "<length>|<record>", as the lock keeps it (see open_log in the
 // scripts); "0|" when the turn keeps no log.
@@ -747,7 +770,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 		eventsTTL = r.opts.TurnEventsTTL.Milliseconds()
 	}
 	now := time.Now()
-	args := make([]any, 0, 16+2*len(enc)+3*len(c.Events))
+	args := make([]any, 0, 19+2*len(enc))
 	args = append(args,
 		c.LockToken, formatTime(now), r.opts.HistoryMax, r.opts.ThreadTTL.Milliseconds(),
 		c.Consumed, pauseID, pauseData, pauseExpires,
@@ -757,7 +780,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 		args = append(args, e.id, e.data)
 	}
 	args = append(args, r.opts.HistoryMaxBytes)
-	args = eventArgs(args, c.Events)
+	args = logArgs(args, c.Start, c.Events)
 
 	k := keysFor(c.ThreadID)
 	keys := []string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp, turnKey(c.ThreadID, c.TurnID), k.hist}
@@ -807,7 +830,7 @@ func (r *Redis) Release(ctx context.Context, rel ReleaseTurn) error {
 	}
 	status, _, err := r.run(ctx, "release", releaseScript,
 		[]string{keysFor(rel.ThreadID).lock, turnKey(rel.ThreadID, rel.TurnID)},
-		eventArgs([]any{rel.LockToken, eventsTTL}, rel.Events)...)
+		logArgs([]any{rel.LockToken, eventsTTL}, rel.Start, rel.Events)...)
 	if err != nil {
 		return err
 	}

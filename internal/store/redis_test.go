@@ -546,7 +546,7 @@ func TestRedisTurnLogForms(t *testing.T) {
 			assert.Equal(t, []store.TurnEvent{turn.Start}, got)
 			assert.False(t, ended)
 		}
-		require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID,
+		require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start,
 			Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testEvent(2, "turn.completed")}}))
 		return turn, logType(turn.ID)
 	}
@@ -569,6 +569,21 @@ func TestRedisTurnLogForms(t *testing.T) {
 		assert.Greater(t, ttl, time.Duration(0))
 		assert.LessOrEqual(t, ttl, store.DefaultOptions.TurnEventsTTL)
 	}
+
+	// A string log takes the memory of its records, not twice that (as an
+	// APPENDed string would, grown ahead by Redis for its whole life).
+	turn := newTestTurn("")
+	ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Turn: turn})
+	require.NoError(t, err)
+	completed := store.TurnEvent{ID: 2, Name: "turn.completed", Data: []byte(`{"text":"` + strings.Repeat("x", 4000) + `"}`)}
+	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start,
+		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{completed}}))
+	key := "chatd:{" + th.ID + "}:turn:" + turn.ID
+	size, err := rdb.StrLen(ctx, key).Result()
+	require.NoError(t, err)
+	used, err := rdb.MemoryUsage(ctx, key).Result()
+	require.NoError(t, err)
+	assert.Less(t, used, size*5/4, "%d bytes kept for a log of %d", used, size)
 }
 
 // TestRedisEarlierLockFormat: a lock written before the lock kept the

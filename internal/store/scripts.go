@@ -97,6 +97,11 @@ local function lock_parts(v)
   return parts[1], parts[2], parts[3], parts[4], parts[5], string.sub(v, start + n), string.sub(v, start, start + n - 1)
 end
 
+-- lock_token is a lock's token alone, all a commit, release or renewal
+-- reads of it: every capture is a string Lua makes, and hashes, byte by
+-- byte.
+local function lock_token(v) return string.match(v, '^[^|]*') end
+
 -- lock_value is a lock's value; first is the turn's first event's record
 -- with its length before it, "<length>|<record>" (see lockRecord).
 local function lock_value(token, claim, turn, started, fingerprint, idem, first)
@@ -160,26 +165,26 @@ local function open_log(logkey, lockkey, turn, extra_ms)
   return 'stream'
 end
 
--- close_log adds a turn's last events (ARGV from first on, as add_events
--- reads them) to its log and makes the log live ttl_ms: appended to its
--- stream, or, when there is none, the whole log written as one string: the
--- first event's record (from the lock), then the last events' appended.
--- Redis's Lua hashes every byte of every string a script makes, so the two
--- are not joined in Lua: a kilobyte joined costs a script more than the
--- APPEND that joins it in Redis.
-local function close_log(logkey, first_record, first, ttl_ms)
-  if ARGV[first + 1] == '' then
+-- close_log ends a turn's log with its last events and makes the log live
+-- ttl_ms. ARGV[first] is the last event's ID, ARGV[first + 1] the whole log
+-- as records (the first event's, then the last events'), and ARGV[first + 2]
+-- the length of the first event's record. A log that is still only its
+-- first event, kept in the lock, is written whole as one string, just as
+-- chatd sent it: joined in Lua, every byte would be hashed again, and an
+-- APPEND would leave the log holding twice its size for its whole life
+-- (Redis grows an appended string to double). A log that is a stream takes
+-- the last events.
+local function close_log(logkey, first, ttl_ms)
+  local skip = tonumber(ARGV[first + 2])
+  if #ARGV[first + 1] == skip then
     -- A turn that ends with no last event keeps no log: its readers learn
     -- it is gone.
     redis.call('DEL', logkey)
     return
   end
-  if redis.call('SET', logkey, first_record, 'PX', ttl_ms, 'NX') then
-    redis.call('APPEND', logkey, ARGV[first + 1])
-    return
-  end
-  -- The log is a stream already.
-  add_events(logkey, first)
+  if redis.call('SET', logkey, ARGV[first + 1], 'PX', ttl_ms, 'NX') then return end
+  -- The log is a stream already; a re-sent batch is refused (see add_events).
+  redis.pcall('XADD', logkey, '0-' .. ARGV[first], 'r', string.sub(ARGV[first + 1], skip + 1))
   redis.call('PEXPIRE', logkey, ttl_ms)
 end
 
@@ -430,7 +435,8 @@ return {'UNKNOWN'}
 // expires_at_ms, 9 idempotency field, 10 idempotency record,
 // 11 idempotency_ttl_ms, 12 call id, 13 preview, 14 events_ttl_ms (0: no
 // turn log), 15 message count, then id, JSON for each message, then
-// history_max_bytes, then the last event's ID and the events' records.
+// history_max_bytes, then the last event's ID, the log's records and the
+// length of the first event's record (see close_log).
 // Returns NOTFOUND | LOCKLOST | OK.
 // Every commit records its call ID as the thread's last_commit: when ARGV
 // token no longer holds the lock because a first run of this call committed
@@ -443,12 +449,7 @@ return {'UNKNOWN'}
 var commitScript = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOTFOUND'} end
 local held = redis.call('GET', KEYS[2])
-local token, first_record = nil, ''
-if held then
-  local parts = {lock_parts(held)}
-  token, first_record = parts[1], parts[7]
-end
-if token ~= ARGV[1] then
+if not held or lock_token(held) ~= ARGV[1] then
   if redis.call('HGET', KEYS[1], 'last_commit') == ARGV[12] then return {'OK'} end
   return {'LOCKLOST'}
 end
@@ -496,13 +497,14 @@ if ARGV[13] ~= '' then redis.call('HSETNX', KEYS[1], 'preview', ARGV[13]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[10], ARGV[4])
 redis.call('PEXPIRE', KEYS[6], ARGV[4])
-if tonumber(ARGV[14]) > 0 then close_log(KEYS[9], first_record, 17 + 2 * n, ARGV[14]) end
+if tonumber(ARGV[14]) > 0 then close_log(KEYS[9], 17 + 2 * n, ARGV[14]) end
 redis.call('DEL', KEYS[2])
 return {'OK'}
 `)
 
 // releaseScript: KEYS lock, turn events; ARGV 1 token, 2 events_ttl_ms (0:
-// no turn log), 3 the last event's ID, 4 the events' records.
+// no turn log), 3 the last event's ID, 4 the log's records, 5 the length of
+// the first event's record (see close_log).
 // Returns LOCKLOST | OK.
 // A repeat after a successful first run answers LOCKLOST: the state is the
 // same (the lock is gone, and a lock another turn took since is left alone),
@@ -510,10 +512,9 @@ return {'OK'}
 var releaseScript = newScript(`
 local held = redis.call('GET', KEYS[1])
 if not held then return {'LOCKLOST'} end
-local token, _, _, _, _, _, first_record = lock_parts(held)
-if token ~= ARGV[1] then return {'LOCKLOST'} end
+if lock_token(held) ~= ARGV[1] then return {'LOCKLOST'} end
 redis.call('DEL', KEYS[1])
-if tonumber(ARGV[2]) > 0 then close_log(KEYS[2], first_record, 3, ARGV[2]) end
+if tonumber(ARGV[2]) > 0 then close_log(KEYS[2], 3, ARGV[2]) end
 return {'OK'}
 `)
 
@@ -610,8 +611,7 @@ return append_all({'OK', more}, page)
 var renewScript = newScript(`
 local held = redis.call('GET', KEYS[1])
 if not held then return {'LOCKLOST'} end
-local token = lock_parts(held)
-if token ~= ARGV[1] then return {'LOCKLOST'} end
+if lock_token(held) ~= ARGV[1] then return {'LOCKLOST'} end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]) + tonumber(ARGV[3]))

@@ -43,7 +43,7 @@ func testTurnLog(t *testing.T, newStore newStoreFunc) {
 	require.NoError(t, st.AppendTurnEvents(ctx, th.ID, turn.ID, []store.TurnEvent{testEvent(2, "text.delta"), testEvent(3, "text.delta")}))
 	// An event already logged (a re-sent append) is not logged twice.
 	require.NoError(t, st.AppendTurnEvents(ctx, th.ID, turn.ID, []store.TurnEvent{testEvent(3, "text.delta")}))
-	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID,
+	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start,
 		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testEvent(4, "text.delta"), testEvent(5, "turn.completed")}}))
 
 	got, ended, err = st.TurnEvents(ctx, th.ID, alice, turn.ID, 2, time.Second)
@@ -68,7 +68,7 @@ func testTurnLog(t *testing.T, newStore newStoreFunc) {
 	failed := newTestTurn("")
 	ts, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Turn: failed})
 	require.NoError(t, err)
-	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken, TurnID: failed.ID,
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken, TurnID: failed.ID, Start: failed.Start,
 		Events: []store.TurnEvent{testEvent(2, "error")}}))
 	got, _, err = st.TurnEvents(ctx, th.ID, alice, failed.ID, 0, 0)
 	require.NoError(t, err)
@@ -106,7 +106,7 @@ func testTurnLogFollow(t *testing.T, newStore newStoreFunc) {
 		r.events, _, r.err = st.TurnEvents(ctx, th.ID, alice, turn.ID, 1, time.Minute)
 		done <- r
 	}()
-	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID,
+	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start,
 		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testEvent(2, "turn.completed")}}))
 	r := <-done
 	require.NoError(t, r.err)
@@ -124,7 +124,7 @@ func testTurnLogExpiry(t *testing.T, newStore newStoreFunc) {
 	ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Turn: turn})
 	require.NoError(t, err)
 	ended := time.Now()
-	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID,
+	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start,
 		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testEvent(2, "turn.completed")}}))
 	_, _, err = st.TurnEvents(ctx, th.ID, alice, turn.ID, 0, 0)
 	// Readable right after the turn — unless the machine took the log's
@@ -168,7 +168,7 @@ func testRunningTurn(t *testing.T, newStore newStoreFunc) {
 	assert.ErrorIs(t, err, store.ErrBusy)
 	assert.False(t, errorAs[*store.RunningError](err), "another key is plainly busy")
 
-	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken, TurnID: turn.ID}))
+	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start}))
 	got, _, err = st.GetThread(ctx, th.ID, alice)
 	require.NoError(t, err)
 	assert.Nil(t, got.Running, "released")

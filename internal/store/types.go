@@ -272,8 +272,11 @@ type Commit struct {
 	// Owner is the thread's owner, whose thread index the commit updates.
 	Owner string
 	// TurnID names the turn's log, to which Events (its last events) are
-	// appended; the log then lives TurnEventsTTL.
+	// appended; the log then lives TurnEventsTTL. Start is the turn's first
+	// event as its begin was given it: a log that holds nothing else yet is
+	// written whole, Start then Events, in one write.
 	TurnID string
+	Start  TurnEvent
 	Events []TurnEvent
 	// Preview, when set, becomes the thread's preview unless it has one.
 	Preview string
@@ -281,11 +284,12 @@ type Commit struct {
 
 // ReleaseTurn ends a begun turn without writing its outcome; Events (an
 // error event, say) are appended to the turn's log, which then lives
-// TurnEventsTTL.
+// TurnEventsTTL. Start is the turn's first event, as in Commit.
 type ReleaseTurn struct {
 	ThreadID  string
 	LockToken string
 	TurnID    string
+	Start     TurnEvent
 	Events    []TurnEvent
 }
 

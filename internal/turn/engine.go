@@ -176,9 +176,9 @@ type Turn struct {
 	Replay []byte
 
 	e *Engine
-	// startData is Start's JSON, the first event's data, encoded once for
-	// the store and the sink.
-	startData   []byte
+	// first is the turn's first event (Start's JSON), encoded once for the
+	// store's begin, its commit or release, and the sink.
+	first       store.TurnEvent
 	begun       store.TurnStart
 	userMsg     blocks.Message
 	input       processor.Input
@@ -212,7 +212,7 @@ func (e *Engine) Begin(ctx context.Context, p Plain) (*Turn, error) {
 		}
 		return &Turn{Replay: begun.Replay.Result}, nil
 	}
-	t := &Turn{Start: start, startData: logged.Start.Data, e: e, begun: begun, userMsg: p.Message, input: processor.Input{Message: &p.Message}}
+	t := &Turn{Start: start, first: logged.Start, e: e, begun: begun, userMsg: p.Message, input: processor.Input{Message: &p.Message}}
 	if p.IdempotencyKey != "" {
 		t.idempotency = &store.Idempotency{Principal: p.Principal, Key: p.IdempotencyKey, Fingerprint: p.Fingerprint}
 	}
@@ -261,7 +261,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Turn{Start: start, startData: logged.Start.Data, e: e, begun: begun, consumed: a.ElicitationID, answer: a.Result.Action}
+	t := &Turn{Start: start, first: logged.Start, e: e, begun: begun, consumed: a.ElicitationID, answer: a.Result.Action}
 	if request == nil {
 		// Defensive: a claim implies the read above saw this elicitation
 		// pending (the read shows it even while another answer holds it),
@@ -299,7 +299,7 @@ func (t *Turn) Run(ctx context.Context, stream bool, sink func(Event)) {
 	e := t.e
 	thread := t.begun.Thread
 	ctx = context.WithoutCancel(ctx)
-	sink(Event{ID: 1, Kind: EventStart, Start: t.Start, Data: t.startData})
+	sink(Event{ID: 1, Kind: EventStart, Start: t.Start, Data: t.first.Data})
 
 	// The lease is renewed while the processor runs; if it is lost, the
 	// processor is stopped, since its commit would be refused anyway.
@@ -346,7 +346,7 @@ func (t *Turn) Run(ctx context.Context, stream bool, sink func(Event)) {
 		sink(t.fail(ctx, err, id, logged))
 		return
 	}
-	commit.Events = append(logged, store.TurnEvent{ID: id, Name: NameCompleted, Data: result.data})
+	commit.Start, commit.Events = t.first, append(logged, store.TurnEvent{ID: id, Name: NameCompleted, Data: result.data})
 	if err := e.store.CommitTurn(ctx, commit); err != nil {
 		e.obs.TurnEnded(thread.Processor, StatusFailed)
 		sink(t.lost(ctx, err, id))
@@ -439,7 +439,7 @@ func (t *Turn) release(events []store.TurnEvent) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := t.e.store.Release(ctx, store.ReleaseTurn{
-		ThreadID: t.begun.Thread.ID, LockToken: t.begun.LockToken, TurnID: t.Start.TurnID, Events: events,
+		ThreadID: t.begun.Thread.ID, LockToken: t.begun.LockToken, TurnID: t.Start.TurnID, Start: t.first, Events: events,
 	})
 	if err != nil {
 		t.e.log.Warn("releasing turn lock", "thread_id", t.begun.Thread.ID, "error", err.Error())
