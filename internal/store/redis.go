@@ -184,30 +184,12 @@ func ownerKey(principal string) string {
 	return "chatd:{p:" + hex.EncodeToString(sum[:16]) + "}:threads"
 }
 
-// eventArgs appends the ID of the last of events and their records (see
-// appendRecord), or 0 and "" when there are none.
-func eventArgs(args []any, events []TurnEvent) []any {
+// eventArgs appends the ID of the last of events and the records of start
+// (when the turn logged a first event: see close_log in the scripts) and of
+// events; 0 and "" when there are no events.
+func eventArgs(args []any, start TurnEvent, events []TurnEvent) []any {
 	if len(events) == 0 {
 		return append(args, 0, "")
-	}
-	size := 0
-	for _, e := range events {
-		size += len(e.Name) + len(e.Data) + 24
-	}
-	records := make([]byte, 0, size)
-	for _, e := range events {
-		records = appendRecord(records, e)
-	}
-	return append(args, events[len(events)-1].ID, records)
-}
-
-// logArgs appends what ends a turn's log (see close_log in the scripts): the
-// ID of the last of events, the whole log as records (start's, when the turn
-// logged a first event, then events'), and the length of start's record; 0,
-// "" and 0 when there are no events.
-func logArgs(args []any, start TurnEvent, events []TurnEvent) []any {
-	if len(events) == 0 {
-		return append(args, 0, "", 0)
 	}
 	size := len(start.Name) + len(start.Data) + 24
 	for _, e := range events {
@@ -217,11 +199,10 @@ func logArgs(args []any, start TurnEvent, events []TurnEvent) []any {
 	if start.Name != "" {
 		records = appendRecord(records, start)
 	}
-	skip := len(records)
 	for _, e := range events {
 		records = appendRecord(records, e)
 	}
-	return append(args, events[len(events)-1].ID, records, skip)
+	return append(args, events[len(events)-1].ID, records)
 }
 
 // lockRecord is a begun turn's first event as a log record after its
@@ -635,7 +616,7 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 		field = idempotencyField(b.Principal, b.IdempotencyKey)
 	}
 	k := keysFor(b.ThreadID)
-	args := []any{b.Principal, field, token, b.LockTTL.Milliseconds(), b.Turn.ID, b.Turn.Fingerprint, lockRecord(b.Turn)}
+	args := []any{b.Principal, field, token, b.LockTTL.Milliseconds(), b.Turn.ID, b.Turn.Fingerprint, lockRecord(b.Turn), time.Now().UnixMilli()}
 	status, data, err := r.run(ctx, "begin turn", beginTurnScript,
 		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp, k.hist},
 		windowArgs(b.Window, b.WindowByProcessor, args...)...)
@@ -694,7 +675,7 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 		return TurnStart{}, err
 	}
 	k := keysFor(b.ThreadID)
-	args := []any{b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds(), b.Turn.ID, lockRecord(b.Turn)}
+	args := []any{b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds(), b.Turn.ID, lockRecord(b.Turn), time.Now().UnixMilli()}
 	status, data, err := r.run(ctx, "begin resume", beginResumeScript,
 		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.hist},
 		windowArgs(b.Window, b.WindowByProcessor, args...)...)
@@ -770,7 +751,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 		eventsTTL = r.opts.TurnEventsTTL.Milliseconds()
 	}
 	now := time.Now()
-	args := make([]any, 0, 19+2*len(enc))
+	args := make([]any, 0, 18+2*len(enc))
 	args = append(args,
 		c.LockToken, formatTime(now), r.opts.HistoryMax, r.opts.ThreadTTL.Milliseconds(),
 		c.Consumed, pauseID, pauseData, pauseExpires,
@@ -780,7 +761,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 		args = append(args, e.id, e.data)
 	}
 	args = append(args, r.opts.HistoryMaxBytes)
-	args = logArgs(args, c.Start, c.Events)
+	args = eventArgs(args, c.Start, c.Events)
 
 	k := keysFor(c.ThreadID)
 	keys := []string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp, turnKey(c.ThreadID, c.TurnID), k.hist}
@@ -830,7 +811,7 @@ func (r *Redis) Release(ctx context.Context, rel ReleaseTurn) error {
 	}
 	status, _, err := r.run(ctx, "release", releaseScript,
 		[]string{keysFor(rel.ThreadID).lock, turnKey(rel.ThreadID, rel.TurnID)},
-		logArgs([]any{rel.LockToken, eventsTTL}, rel.Start, rel.Events)...)
+		eventArgs([]any{rel.LockToken, eventsTTL}, rel.Start, rel.Events)...)
 	if err != nil {
 		return err
 	}
@@ -848,7 +829,7 @@ func (r *Redis) Release(ctx context.Context, rel ReleaseTurn) error {
 func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, events []TurnEvent) error {
 	status, _, err := r.run(ctx, "append turn events", appendEventsScript,
 		[]string{turnKey(threadID, turnID), keysFor(threadID).lock},
-		eventArgs([]any{turnID, r.opts.TurnEventsTTL.Milliseconds()}, events)...)
+		eventArgs([]any{turnID, r.opts.TurnEventsTTL.Milliseconds()}, TurnEvent{}, events)...)
 	if err != nil {
 		return err
 	}

@@ -166,25 +166,24 @@ local function open_log(logkey, lockkey, turn, extra_ms)
 end
 
 -- close_log ends a turn's log with its last events and makes the log live
--- ttl_ms. ARGV[first] is the last event's ID, ARGV[first + 1] the whole log
--- as records (the first event's, then the last events'), and ARGV[first + 2]
--- the length of the first event's record. A log that is still only its
--- first event, kept in the lock, is written whole as one string, just as
--- chatd sent it: joined in Lua, every byte would be hashed again, and an
--- APPEND would leave the log holding twice its size for its whole life
--- (Redis grows an appended string to double). A log that is a stream takes
--- the last events.
+-- ttl_ms. ARGV[first] is the last event's ID (0: there is none) and
+-- ARGV[first + 1] the whole log as records, the first event's then the last
+-- events'. A log that is still only its first event, kept in the lock, is
+-- written whole as one string, just as chatd sent it: joined in Lua, every
+-- byte would be hashed again, and an APPEND would leave the log holding twice
+-- its size for its whole life (Redis grows an appended string to double). A
+-- log that is a stream takes the records as its last entry, the first
+-- event's included: readers skip an event they already have, and cutting it
+-- off would hash the rest again.
 local function close_log(logkey, first, ttl_ms)
-  local skip = tonumber(ARGV[first + 2])
-  if #ARGV[first + 1] == skip then
+  if ARGV[first] == '0' then
     -- A turn that ends with no last event keeps no log: its readers learn
     -- it is gone.
     redis.call('DEL', logkey)
     return
   end
   if redis.call('SET', logkey, ARGV[first + 1], 'PX', ttl_ms, 'NX') then return end
-  -- The log is a stream already; a re-sent batch is refused (see add_events).
-  redis.pcall('XADD', logkey, '0-' .. ARGV[first], 'r', string.sub(ARGV[first + 1], skip + 1))
+  add_events(logkey, first)
   redis.call('PEXPIRE', logkey, ttl_ms)
 end
 
@@ -351,7 +350,9 @@ return {'OK'}
 // history; ARGV 1 principal, 2 idempotency field (empty for none), 3 token,
 // 4 lock_ttl_ms, 5 turn id, 6 fingerprint, 7 the turn's first event as a log
 // record after its length, "<length>|<record>" ("0|" for none; kept in the
-// lock), then the window: its default, then processor and window pairs.
+// lock), 8 the time it starts (Unix ms, the instance's clock, as every other
+// time chatd records), then the window: its default, then processor and
+// window pairs.
 // Returns NOTFOUND | REPLAY + thread + record | BUSY | RUNNING + turn id +
 // fingerprint | PENDING + pending JSON | OK + thread + window messages.
 // A lock held by ARGV token was taken by a first run of this call: nothing
@@ -368,7 +369,7 @@ if ARGV[2] ~= '' then
     return out
   end
 end
-local wfirst = 8
+local wfirst = 9
 local function ok(turn, started)
   return append_all(thread_reply({'OK'}, t, KEYS[2], turn, started), hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], window_size(t[2], wfirst)))
 end
@@ -381,17 +382,16 @@ if held then
 end
 local p = redis.call('HGET', KEYS[3], 'data')
 if p then return {'PENDING', p} end
-local started = tostring(now_ms())
-redis.call('SET', KEYS[2], lock_value(ARGV[3], '', ARGV[5], started, ARGV[6], ARGV[2], ARGV[7]), 'PX', ARGV[4])
+redis.call('SET', KEYS[2], lock_value(ARGV[3], '', ARGV[5], ARGV[8], ARGV[6], ARGV[2], ARGV[7]), 'PX', ARGV[4])
 if ARGV[5] == '' then return ok(false, false) end
-return ok(ARGV[5], started)
+return ok(ARGV[5], ARGV[8])
 `)
 
 // beginResumeScript: KEYS thread, lock, pending, msgs, msgdata, elicitations,
 // history; ARGV 1 principal, 2 elicitation id, 3 token, 4 lock_ttl_ms,
 // 5 turn id, 6 the turn's first event as a log record after its length
-// ("0|" for none), then the window: its default, then processor and window
-// pairs.
+// ("0|" for none), 7 the time it starts (Unix ms), then the window: its
+// default, then processor and window pairs.
 // Returns NOTFOUND | BUSY (another turn, or another answer's live claim)
 // | CONSUMED | EXPIRED [+ 'first'] | UNKNOWN
 // | OK + thread + pending JSON + window messages. A claim on this
@@ -401,7 +401,7 @@ var beginResumeScript = newScript(`
 local t = owned_thread(KEYS[1], ARGV[1])
 if not t then return {'NOTFOUND'} end
 local id = ARGV[2]
-local wfirst = 7
+local wfirst = 8
 local p = redis.call('HMGET', KEYS[3], 'id', 'data')
 if p[1] and p[1] == id then
   local held = redis.call('GET', KEYS[2])
@@ -411,7 +411,7 @@ if p[1] and p[1] == id then
     -- if its instance dies, the claim lapses with the lock's lease.
     if claim ~= id or token ~= ARGV[3] then return {'BUSY'} end
   else
-    redis.call('SET', KEYS[2], lock_value(ARGV[3], id, ARGV[5], now_ms(), '', '', ARGV[6]), 'PX', ARGV[4])
+    redis.call('SET', KEYS[2], lock_value(ARGV[3], id, ARGV[5], ARGV[7], '', '', ARGV[6]), 'PX', ARGV[4])
   end
   local out = thread_reply({'OK'}, t, KEYS[2])
   out[#out + 1] = p[2]
@@ -435,8 +435,8 @@ return {'UNKNOWN'}
 // expires_at_ms, 9 idempotency field, 10 idempotency record,
 // 11 idempotency_ttl_ms, 12 call id, 13 preview, 14 events_ttl_ms (0: no
 // turn log), 15 message count, then id, JSON for each message, then
-// history_max_bytes, then the last event's ID, the log's records and the
-// length of the first event's record (see close_log).
+// history_max_bytes, then the last event's ID and the log's records (see
+// close_log).
 // Returns NOTFOUND | LOCKLOST | OK.
 // Every commit records its call ID as the thread's last_commit: when ARGV
 // token no longer holds the lock because a first run of this call committed
@@ -497,14 +497,13 @@ if ARGV[13] ~= '' then redis.call('HSETNX', KEYS[1], 'preview', ARGV[13]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[10], ARGV[4])
 redis.call('PEXPIRE', KEYS[6], ARGV[4])
-if tonumber(ARGV[14]) > 0 then close_log(KEYS[9], 17 + 2 * n, ARGV[14]) end
+if ARGV[14] ~= '0' then close_log(KEYS[9], 17 + 2 * n, ARGV[14]) end
 redis.call('DEL', KEYS[2])
 return {'OK'}
 `)
 
 // releaseScript: KEYS lock, turn events; ARGV 1 token, 2 events_ttl_ms (0:
-// no turn log), 3 the last event's ID, 4 the log's records, 5 the length of
-// the first event's record (see close_log).
+// no turn log), 3 the last event's ID, 4 the log's records (see close_log).
 // Returns LOCKLOST | OK.
 // A repeat after a successful first run answers LOCKLOST: the state is the
 // same (the lock is gone, and a lock another turn took since is left alone),
@@ -514,7 +513,7 @@ local held = redis.call('GET', KEYS[1])
 if not held then return {'LOCKLOST'} end
 if lock_token(held) ~= ARGV[1] then return {'LOCKLOST'} end
 redis.call('DEL', KEYS[1])
-if tonumber(ARGV[2]) > 0 then close_log(KEYS[2], 3, ARGV[2]) end
+if ARGV[2] ~= '0' then close_log(KEYS[2], 3, ARGV[2]) end
 return {'OK'}
 `)
 
