@@ -36,6 +36,16 @@ func TestLuaPrelude(t *testing.T) {
 	assert.False(t, defines(of, "chunk"))
 	assert.Contains(t, luaPrelude("local t = owned_thread(KEYS[1], ARGV[1])"), "-- owned_thread returns")
 	assert.Empty(t, luaPrelude("return 1"))
+
+	// A lazy function defines what its call needs inside itself, so a
+	// script's top carries none of it.
+	lazy := lazyLua("read_window", "n", "hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], n)")
+	assert.True(t, strings.HasPrefix(lazy, "local function read_window(n)\n"))
+	assert.True(t, strings.HasSuffix(lazy, "return hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], n)\nend\n"))
+	for _, name := range []string{"hist_window", "hist_open", "hist_range", "seal"} {
+		assert.True(t, defines(lazy, name), "the lazy function defines %s", name)
+	}
+	assert.Empty(t, luaPrelude("return read_window(5)"), "read_window is no helper of the top")
 }
 
 // TestIDLess: id_less orders IDs as bytes do, with the server's own
