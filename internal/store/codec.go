@@ -164,7 +164,9 @@ func encodeMessages(msgs []blocks.Message) ([]encodedMessage, error) {
 		if m.ID == "" {
 			return nil, fmt.Errorf("store: message %d has no id", i)
 		}
-		b, err := json.Marshal(m)
+		// MarshalJSON directly: through json.Marshal its output would be
+		// checked and compacted again, which costs more than encoding it.
+		b, err := m.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("store: encode message %s: %w", m.ID, err)
 		}
