@@ -168,7 +168,11 @@ func (b *bench) measured(ctx context.Context, n int, fn op) (loadResult, error) 
 // compare measures several operations against each other: a warm-up of
 // each, then cfg.rounds rounds in which each runs its share of n operations
 // in turn. Interleaving spreads whatever else the machine is doing over all
-// of them alike, so their ratios are steadier than back-to-back runs.
+// of them alike, so their ratios are steadier than back-to-back runs. Every
+// other round runs them in reverse order: where an operation stands in a
+// round matters (a streamed turn measured first in each round of two came
+// out 5-8 % slower than measured second), so over an even number of rounds
+// each stands at every place alike.
 func (b *bench) compare(ctx context.Context, n int, ops ...op) ([]loadResult, error) {
 	for _, fn := range ops {
 		if err := b.warmup(ctx, fn); err != nil {
@@ -183,9 +187,13 @@ func (b *bench) compare(ctx context.Context, n int, ops ...op) ([]loadResult, er
 		if round == 0 {
 			share += n % b.cfg.rounds
 		}
-		for i, fn := range ops {
+		for k := range ops {
+			i := k
+			if round%2 == 1 {
+				i = len(ops) - 1 - k
+			}
 			spec.requests = share
-			out[i] = out[i].merge(runLoad(ctx, spec, fn))
+			out[i] = out[i].merge(runLoad(ctx, spec, ops[i]))
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}

@@ -51,7 +51,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
 	fs.IntVar(&cfg.requests, "requests", 3000, "requests per row (a round trip counts as two)")
 	fs.IntVar(&cfg.concurrency, "concurrency", 16, "concurrent clients, each on its own thread")
-	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds the compared rows (1–3, 5a/5b, 5c/5d, 6b/6c/6d) are interleaved in")
+	fs.IntVar(&cfg.rounds, "rounds", 4, "rounds the compared rows (1–3, 5a/5b, 5c/5d, 6b/6c/6d, 8a/8b) are interleaved in, every other one in reverse order (even: each row measured at every place alike)")
 	fs.IntVar(&cfg.warmup, "warmup", 300, "unmeasured requests before each row")
 	fs.DurationVar(&cfg.rowLimit, "duration", 10*time.Second, "time bound of each measured row")
 	fs.DurationVar(&cfg.total, "timeout", 4*time.Minute+30*time.Second, "time bound of the whole run")
