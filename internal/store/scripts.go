@@ -214,8 +214,8 @@ func newScript(body string, lazy ...string) *redis.Script {
 // the helpers call uses defined inside it, so that they are made only when
 // it runs. A begin reads history only for a thread whose processor reads a
 // window, and most read none: the history code's dozen helpers, made on
-// every run at the top of the script, cost such a begin 25k instructions
-// of redis-server's for nothing (a fifth of the begin).
+// every run at the top of the script, cost such a begin 15-20k
+// instructions of redis-server's for nothing.
 func lazyLua(name, params, call string) string {
 	ret := "return " + call + "\n"
 	return "local function " + name + "(" + params + ")\n" + luaPrelude(ret) + ret + "end\n"
