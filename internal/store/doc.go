@@ -70,10 +70,12 @@
 //	                        event's record><idempotency field>"; PX LockTTL
 //	chatd:{T}:turn:<id>     the turn's event log, as records "<id> <name>
 //	                        <length>\n<data>": a stream (an entry per
-//	                        batch, field r) once an append or a waiting
-//	                        reader needs one while the turn runs, else one
-//	                        string written when the turn ends; lives
-//	                        TurnEventsTTL after it
+//	                        batch, field r; the last entry, written by the
+//	                        commit or release, holds the whole log again
+//	                        from the first event, which readers skip) once
+//	                        an append or a waiting reader needs one while
+//	                        the turn runs, else one string written when the
+//	                        turn ends; lives TurnEventsTTL after it
 //	chatd:{T}:idem          hash: "<len(principal)>:<principal>:<key>" → record JSON
 //	chatd:{T}:idemexp       sorted set: the same fields scored by expiry (ms)
 //
