@@ -71,8 +71,8 @@
 //	chatd:{T}:turn:<id>     the turn's event log, as records "<id> <name>
 //	                        <length>\n<data>": a stream (an entry per
 //	                        batch, field r; the last entry, written by the
-//	                        commit or release, holds the whole log again
-//	                        from the first event, which readers skip) once
+//	                        commit or release, repeats the first event
+//	                        before the last ones, and readers skip it) once
 //	                        an append or a waiting reader needs one while
 //	                        the turn runs, else one string written when the
 //	                        turn ends; lives TurnEventsTTL after it
