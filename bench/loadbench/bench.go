@@ -21,6 +21,7 @@ import (
 	"chatd/internal/processor/echo"
 	"chatd/internal/redistest"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // bench holds what every row shares: the redis-server, the HTTP client, and
@@ -86,12 +87,12 @@ func (b *bench) newRedisStore(opts store.Options) *store.Redis {
 // processor: as shipped (it reads no history) or, with readHistory, one
 // that decodes its whole history window first, as a processor that uses
 // the conversation would.
-func newChatd(st api.Store, cfg api.Config, readHistory bool) (http.Handler, error) {
+func newChatd(st api.Store, cfg turn.Config, readHistory bool) (http.Handler, error) {
 	return newChatdWith(st, cfg, readHistory, nil)
 }
 
 // newChatdWith is newChatd with its dependencies adjusted by adjust.
-func newChatdWith(st api.Store, cfg api.Config, readHistory bool, adjust func(*api.Deps)) (http.Handler, error) {
+func newChatdWith(st api.Store, cfg turn.Config, readHistory bool, adjust func(*api.Deps)) (http.Handler, error) {
 	var p processor.Processor = echo.New()
 	if readHistory {
 		p = historyReader{p}
@@ -100,7 +101,9 @@ func newChatdWith(st api.Store, cfg api.Config, readHistory bool, adjust func(*a
 	if err != nil {
 		return nil, err
 	}
-	deps := api.Deps{Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: cfg}
+	metrics := api.NewMetrics()
+	engine := turn.New(turn.Deps{Store: st, Processors: reg, Observer: metrics, Config: cfg})
+	deps := api.Deps{Store: st, Engine: engine, Processors: reg, Auth: api.AnonymousAuth{}, Metrics: metrics, Config: api.DefaultConfig}
 	if adjust != nil {
 		adjust(&deps)
 	}
@@ -205,7 +208,7 @@ func (b *bench) compare(ctx context.Context, n int, ops ...op) ([]loadResult, er
 // historyText describes what rows 1, 2, 4 and 6's processor reads.
 func (b *bench) historyText() string {
 	if b.cfg.readHistory {
-		return fmt.Sprintf("reading its whole history window (%d)", api.DefaultConfig.HistoryWindow)
+		return fmt.Sprintf("reading its whole history window (%d)", turn.DefaultConfig.HistoryWindow)
 	}
 	return "as shipped (reads no history)"
 }

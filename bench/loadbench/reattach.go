@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"chatd/internal/api"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // unlogged is a Redis store that keeps no turn event logs: the baseline
@@ -35,7 +35,7 @@ func (u unlogged) AppendTurnEvents(context.Context, string, string, []store.Turn
 // how soon a reattach on another instance gets a turn's first event (8c).
 func (b *bench) measureTurnLog(ctx context.Context) ([]row, error) {
 	n := b.cfg.requests
-	logged, err := newChatd(b.newRedisStore(store.Options{}), api.DefaultConfig, b.cfg.readHistory)
+	logged, err := newChatd(b.newRedisStore(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (b *bench) measureTurnLog(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	bare, err := newChatd(unlogged{b.newRedisStore(store.Options{})}, api.DefaultConfig, b.cfg.readHistory)
+	bare, err := newChatd(unlogged{b.newRedisStore(store.Options{})}, turn.DefaultConfig, b.cfg.readHistory)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (b *bench) measureTurnLog(ctx context.Context) ([]row, error) {
 	}
 
 	// 8c: turns run on one instance, reattached on another sharing Redis.
-	other, err := newChatd(b.newRedisStore(store.Options{}), api.DefaultConfig, b.cfg.readHistory)
+	other, err := newChatd(b.newRedisStore(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"chatd/internal/ratelimit"
 	"chatd/internal/redistest"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // row is one line of the table.
@@ -57,7 +58,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 
 	// 1: echo turn on the embedded store; 3: the floor, on the same
 	// redis-server as 2: echo turn on Redis. Measured interleaved.
-	memHandler, err := newChatd(store.NewMemory(store.Options{}), api.DefaultConfig, b.cfg.readHistory)
+	memHandler, err := newChatd(store.NewMemory(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("row 1: %w", err)
 	}
-	redisHandler, err := newChatd(b.newRedisStore(store.Options{}), api.DefaultConfig, b.cfg.readHistory)
+	redisHandler, err := newChatd(b.newRedisStore(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 	// 2r: the same with chatd's rate limiter on, counting on Redis; 2p:
 	// with a counter that costs a Redis round trip per request instead.
 	limitedStore := b.newRedisStore(store.Options{})
-	limitedHandler, err := newChatdWith(limitedStore, api.DefaultConfig, b.cfg.readHistory, func(d *api.Deps) {
+	limitedHandler, err := newChatdWith(limitedStore, turn.DefaultConfig, b.cfg.readHistory, func(d *api.Deps) {
 		d.RateLimit = ratelimit.New(ratelimit.Rate{N: benchRate, Per: time.Minute}, limitedStore, nil)
 	})
 	if err != nil {
@@ -107,7 +108,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("row 2r: %w", err)
 	}
-	perRequestHandler, err := newChatd(b.newRedisStore(store.Options{}), api.DefaultConfig, b.cfg.readHistory)
+	perRequestHandler, err := newChatd(b.newRedisStore(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +263,7 @@ func (b *bench) measureCluster(ctx context.Context, n int, single op) ([]row, er
 			return nil, err
 		}
 		b.closers = append(b.closers, func() { _ = st.Close() })
-		h, err := newChatd(st, api.DefaultConfig, b.cfg.readHistory)
+		h, err := newChatd(st, turn.DefaultConfig, b.cfg.readHistory)
 		if err != nil {
 			return nil, err
 		}
@@ -332,7 +333,7 @@ func (b *bench) measureGrowth(ctx context.Context) ([]row, error) {
 	// History is never trimmed here: trimming would add work to the long
 	// threads' turns that a short thread never does.
 	st := b.newRedisStore(store.Options{HistoryMax: b.cfg.bigThread + 2*(n+b.cfg.warmup) + 100})
-	cfg := api.DefaultConfig
+	cfg := turn.DefaultConfig
 	cfg.HistoryWindow = growthWindow
 	h, err := newChatd(st, cfg, true)
 	if err != nil {

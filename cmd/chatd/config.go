@@ -2,9 +2,6 @@ package main
 
 import (
 	"bufio"
-	"chatd/internal/api"
-	"chatd/internal/ratelimit"
-	"chatd/internal/render"
 	"errors"
 	"fmt"
 	"net"
@@ -15,16 +12,25 @@ import (
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+
+	"chatd/internal/api"
+	"chatd/internal/ratelimit"
+	"chatd/internal/render"
+	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
-// config is every CHATD_ variable; the README documents each one.
+// config is every CHATD_ variable; docs/configuration.md documents each
+// one. A variable whose default belongs to the package it configures (the
+// turn engine's, the store's, the API's) has no default tag: defaultConfig
+// takes it from that package, so each default is written once.
 type config struct {
 	Addr     string `envconfig:"ADDR" default:"127.0.0.1:8080"`
 	RedisURL string `envconfig:"REDIS_URL"`
-	// Replication (SPEC §17): a write is acknowledged once this many
-	// replicas have it, waiting at most RedisWaitTimeout.
+	// Replication: a write is acknowledged once this many replicas have
+	// it, waiting at most RedisWaitTimeout.
 	RedisWaitReplicas int           `envconfig:"REDIS_WAIT_REPLICAS" default:"0"`
-	RedisWaitTimeout  time.Duration `envconfig:"REDIS_WAIT_TIMEOUT" default:"1s"`
+	RedisWaitTimeout  time.Duration `envconfig:"REDIS_WAIT_TIMEOUT"`
 	Processors        []string      `envconfig:"PROCESSORS" default:"demo"`
 	DefaultProcessor  string        `envconfig:"DEFAULT_PROCESSOR" default:"demo"`
 	AuthMode          string        `envconfig:"AUTH_MODE" default:"none"`
@@ -32,29 +38,29 @@ type config struct {
 	APIKeysFile       string        `envconfig:"API_KEYS_FILE"`
 	PrincipalHeader   string        `envconfig:"PRINCIPAL_HEADER" default:"X-Chatd-Principal"`
 	AllowAnonymous    bool          `envconfig:"ALLOW_ANONYMOUS" default:"false"`
-	ElicitationTTL    time.Duration `envconfig:"ELICITATION_TTL" default:"15m"`
-	ThreadTTL         time.Duration `envconfig:"THREAD_TTL" default:"720h"`
-	TurnTimeout       time.Duration `envconfig:"TURN_TIMEOUT" default:"60s"`
-	HistoryMax        int           `envconfig:"HISTORY_MAX" default:"1000"`
-	HistoryWindow     int           `envconfig:"HISTORY_WINDOW" default:"50"`
-	MaxBodyBytes      int64         `envconfig:"MAX_BODY_BYTES" default:"1048576"`
-	HeartbeatEvery    time.Duration `envconfig:"SSE_HEARTBEAT" default:"15s"`
-	TurnEventsTTL     time.Duration `envconfig:"TURN_EVENTS_TTL" default:"10m"`
+	ElicitationTTL    time.Duration `envconfig:"ELICITATION_TTL"`
+	ThreadTTL         time.Duration `envconfig:"THREAD_TTL"`
+	TurnTimeout       time.Duration `envconfig:"TURN_TIMEOUT"`
+	HistoryMax        int           `envconfig:"HISTORY_MAX"`
+	HistoryWindow     int           `envconfig:"HISTORY_WINDOW"`
+	MaxBodyBytes      int64         `envconfig:"MAX_BODY_BYTES"`
+	HeartbeatEvery    time.Duration `envconfig:"SSE_HEARTBEAT"`
+	TurnEventsTTL     time.Duration `envconfig:"TURN_EVENTS_TTL"`
 	CORSOrigins       []string      `envconfig:"CORS_ORIGINS"`
 	ShutdownTimeout   time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"70s"`
-	// Connection timeouts (SPEC §11): headers, the whole body, one response
-	// or one SSE event, an idle keep-alive connection.
+	// Connection timeouts: headers, the whole body, one response or one SSE
+	// event, an idle keep-alive connection.
 	ReadHeaderTimeout time.Duration `envconfig:"READ_HEADER_TIMEOUT" default:"10s"`
 	ReadTimeout       time.Duration `envconfig:"READ_TIMEOUT" default:"30s"`
-	WriteTimeout      time.Duration `envconfig:"WRITE_TIMEOUT" default:"30s"`
+	WriteTimeout      time.Duration `envconfig:"WRITE_TIMEOUT"`
 	IdleTimeout       time.Duration `envconfig:"IDLE_TIMEOUT" default:"120s"`
-	// Limits (SPEC §11).
-	MaxBlocks       int   `envconfig:"MAX_BLOCKS" default:"256"`
-	MaxJSONDepth    int   `envconfig:"MAX_JSON_DEPTH" default:"64"`
-	HistoryMaxBytes int64 `envconfig:"HISTORY_MAX_BYTES" default:"16777216"`
-	MemoryMaxBytes  int64 `envconfig:"MEMORY_MAX_BYTES" default:"268435456"`
-	// Rate limits (SPEC §11): requests per principal on /v1, failed
-	// authentications per client address; "0" disables either.
+	// Limits on what one request or one thread may hold.
+	MaxBlocks       int   `envconfig:"MAX_BLOCKS"`
+	MaxJSONDepth    int   `envconfig:"MAX_JSON_DEPTH"`
+	HistoryMaxBytes int64 `envconfig:"HISTORY_MAX_BYTES"`
+	MemoryMaxBytes  int64 `envconfig:"MEMORY_MAX_BYTES"`
+	// Rate limits: requests per principal on /v1, failed authentications
+	// per client address; "0" disables either.
 	RateLimit     ratelimit.Rate `envconfig:"RATE_LIMIT" default:"600/1m"`
 	AuthFailLimit ratelimit.Rate `envconfig:"AUTH_FAIL_LIMIT" default:"30/1m"`
 	// TrustedProxies are the gateways (IPs or CIDR prefixes) whose
@@ -62,11 +68,11 @@ type config struct {
 	TrustedProxies []string `envconfig:"TRUSTED_PROXIES"`
 	// RateLimitDelay holds each refused request this long before its 429
 	// (negative: answer at once).
-	RateLimitDelay time.Duration `envconfig:"RATE_LIMIT_DELAY" default:"250ms"`
+	RateLimitDelay time.Duration `envconfig:"RATE_LIMIT_DELAY"`
 	// LockLease is the turn lock's lease, renewed while a turn runs.
-	LockLease time.Duration `envconfig:"LOCK_LEASE" default:"10s"`
+	LockLease time.Duration `envconfig:"LOCK_LEASE"`
 	// MaxThreads caps the live threads of one principal.
-	MaxThreads        int    `envconfig:"MAX_THREADS" default:"10000"`
+	MaxThreads        int    `envconfig:"MAX_THREADS"`
 	LogLevel          string `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat         string `envconfig:"LOG_FORMAT" default:"json"`
 	UI                bool   `envconfig:"UI" default:"true"`
@@ -76,10 +82,23 @@ type config struct {
 	AgentSettings
 }
 
+// defaultConfig holds the defaults the packages define; envconfig keeps a
+// field that has no default tag and no variable set as it finds it.
+func defaultConfig() config {
+	t, st, a := turn.DefaultConfig, store.DefaultOptions, api.DefaultConfig
+	return config{
+		ElicitationTTL: t.ElicitationTTL, TurnTimeout: t.TurnTimeout, HistoryWindow: t.HistoryWindow, LockLease: t.LockLease,
+		ThreadTTL: st.ThreadTTL, HistoryMax: st.HistoryMax, HistoryMaxBytes: st.HistoryMaxBytes, MemoryMaxBytes: st.MemoryMaxBytes,
+		MaxThreads: st.MaxThreads, TurnEventsTTL: st.TurnEventsTTL, RedisWaitTimeout: st.WaitTimeout,
+		MaxBodyBytes: a.MaxBodyBytes, MaxBlocks: a.MaxBlocks, MaxJSONDepth: a.MaxJSONDepth, HeartbeatEvery: a.HeartbeatInterval,
+		WriteTimeout: a.WriteTimeout, RateLimitDelay: a.RefusalDelay,
+	}
+}
+
 // loadConfig reads the CHATD_ variables and checks them. envconfig reads the
 // process environment itself, which is why run takes no getenv.
 func loadConfig() (config, error) {
-	var c config
+	c := defaultConfig()
 	if err := envconfig.Process("chatd", &c); err != nil {
 		var perr *envconfig.ParseError
 		if errors.As(err, &perr) {
@@ -91,7 +110,7 @@ func loadConfig() (config, error) {
 	return c, c.validate()
 }
 
-// kindOf names a config field's Go type the way the README does.
+// kindOf names a config field's Go type the way docs/configuration.md does.
 func kindOf(typeName string) string {
 	switch typeName {
 	case "time.Duration", "Duration":

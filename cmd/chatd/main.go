@@ -1,5 +1,5 @@
 // Command chatd serves the chatd HTTP API. Configuration comes from CHATD_*
-// environment variables, each documented in the README.
+// environment variables, each documented in docs/configuration.md.
 package main
 
 import (
@@ -18,10 +18,12 @@ import (
 
 	"chatd/internal/api"
 	"chatd/internal/mcptools"
+	"chatd/internal/processor"
 	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 	"chatd/internal/ui"
 )
 
@@ -58,10 +60,6 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	auth, err := newAuth(cfg)
-	if err != nil {
-		return err
-	}
 	st, err := newStore(cfg)
 	if err != nil {
 		return err
@@ -81,51 +79,73 @@ func run(ctx context.Context, logOut io.Writer) error {
 		// calls still held for an answer are answered cancel.
 		defer mcpTools.Close()
 	}
-	// A store that is not reachable yet is no reason to refuse to start (it
-	// may come up later), but the operator should hear of it now.
-	pingCtx, cancelPing := context.WithTimeout(ctx, 2*time.Second)
+	warnIfUnreachable(ctx, st, logger)
+	server, err := newServer(cfg, logger, st, registry)
+	if err != nil {
+		return err
+	}
+	return listenAndServe(ctx, cfg, logger, server, registry)
+}
+
+// warnIfUnreachable tells the operator now of a store that cannot be
+// reached yet: no reason to refuse to start, since it may come up later.
+func warnIfUnreachable(ctx context.Context, st api.Store, logger *slog.Logger) {
+	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	if err := st.Ping(pingCtx); err != nil {
 		logger.Warn("store not reachable; /readyz fails and requests answer 503 until it is", "error", err.Error())
 	}
-	cancelPing()
+}
 
-	heartbeat := cfg.HeartbeatEvery
-	if heartbeat == 0 {
-		heartbeat = -1 // CHATD_SSE_HEARTBEAT=0 disables heartbeats
+// newServer builds the turn engine and the API over the store.
+func newServer(cfg config, logger *slog.Logger, st api.Store, registry *processor.Registry) (*api.Server, error) {
+	auth, err := newAuth(cfg)
+	if err != nil {
+		return nil, err
 	}
 	renderer, err := render.New(render.Options{EntityURLTemplate: cfg.EntityURLTemplate})
 	if err != nil {
-		return fmt.Errorf("configuration: CHATD_ENTITY_URL_TEMPLATE: %w", err)
+		return nil, fmt.Errorf("configuration: CHATD_ENTITY_URL_TEMPLATE: %w", err)
 	}
 	var page api.UI
 	if cfg.UI {
 		if page, err = ui.New(ui.Options{EntityURLTemplate: cfg.EntityURLTemplate}); err != nil {
-			return fmt.Errorf("chat page: %w", err)
+			return nil, fmt.Errorf("chat page: %w", err)
 		}
 	}
 	proxies, err := cfg.trustedProxies()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// With Redis, every instance shares the rate limits' counts.
 	var counter ratelimit.Counter
 	if rc, ok := st.(ratelimit.Counter); ok {
 		counter = rc
 	}
-	server := api.NewServer(api.Deps{
-		Store: st, Processors: registry, Auth: auth, Logger: logger, Metrics: api.NewMetrics(),
+	metrics := api.NewMetrics()
+	engine := turn.New(turn.Deps{
+		Store: st, Processors: registry, Observer: metrics, Logger: logger,
+		Config: turn.Config{ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
+			LockLease: cfg.LockLease},
+	})
+	return api.NewServer(api.Deps{
+		Store: st, Engine: engine, Processors: registry, Auth: auth, Logger: logger, Metrics: metrics,
 		RateLimit:     ratelimit.New(cfg.RateLimit, counter, logger),
 		AuthFailLimit: ratelimit.New(cfg.AuthFailLimit, counter, logger),
 		Renderer:      renderer,
 		UI:            page,
 		Config: api.Config{
-			ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
-			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat, WriteTimeout: cfg.WriteTimeout,
-			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth, LockLease: cfg.LockLease, RefusalDelay: refusalDelay(cfg.RateLimitDelay),
-			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: principalHeader(cfg), TrustedProxies: proxies,
+			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat(cfg.HeartbeatEvery), WriteTimeout: cfg.WriteTimeout,
+			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth, RefusalDelay: refusalDelay(cfg.RateLimitDelay),
+			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: cfg.PrincipalHeader, TrustedProxies: proxies,
 		},
-	})
-	httpServer := serve.New(server, serve.Timeouts{
+	}), nil
+}
+
+// listenAndServe listens and serves handler until ctx is cancelled, then shuts the
+// HTTP server down, draining running turns.
+func listenAndServe(ctx context.Context, cfg config, logger *slog.Logger, handler http.Handler, registry *processor.Registry) error {
+	httpServer := serve.New(handler, serve.Timeouts{
 		ReadHeader: cfg.ReadHeaderTimeout, Read: cfg.ReadTimeout, Write: cfg.WriteTimeout, Idle: cfg.IdleTimeout,
 	}, slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -214,13 +234,13 @@ func trimAll(items []string) []string {
 	return out
 }
 
-// principalHeader is the header browsers may send the principal in: only in
-// header auth mode.
-func principalHeader(cfg config) string {
-	if cfg.AuthMode == "header" {
-		return cfg.PrincipalHeader
+// heartbeat maps CHATD_SSE_HEARTBEAT to api.Config.HeartbeatInterval, where
+// zero means the default: "0" disables heartbeats, a negative interval.
+func heartbeat(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
 	}
-	return ""
+	return d
 }
 
 // refusalDelay maps CHATD_RATE_LIMIT_DELAY to api.Config.RefusalDelay, where

@@ -71,6 +71,15 @@ var sentinels = []struct {
 	{store.ErrFull, http.StatusInsufficientStorage, "store_full", "the server's store is full; no new threads or turns until space is freed"},
 }
 
+// failureStatus is the status of each code a turn fails with.
+var failureStatus = map[string]int{
+	turn.CodeProcessorFailed:  http.StatusBadGateway,
+	turn.CodeStoreUnavailable: http.StatusServiceUnavailable,
+	turn.CodeStoreFull:        http.StatusInsufficientStorage,
+	turn.CodeNotFound:         http.StatusNotFound,
+	turn.CodeInternal:         http.StatusInternalServerError,
+}
+
 var titles = map[string]string{
 	"invalid_request":        "Invalid request",
 	"unauthorized":           "Unauthorized",
@@ -100,10 +109,13 @@ func problemFor(err error) Problem {
 	var apiErr *Error
 	var verr *blocks.ValidationError
 	var pending *store.PendingError
-	var procErr *turn.ProcessorError
+	var failure *turn.Failure
 	switch {
-	case errors.As(err, &procErr):
-		p = Problem{Status: http.StatusBadGateway, Code: "processor_failed", Detail: procErr.Detail}
+	case errors.As(err, &failure):
+		p = Problem{Status: failureStatus[failure.Code], Code: failure.Code, Detail: failure.Detail, Errors: failure.Errors}
+		if p.Status == 0 {
+			p.Status = http.StatusInternalServerError
+		}
 	case errors.As(err, &apiErr):
 		p = Problem{Status: apiErr.Status, Code: apiErr.Code, Detail: apiErr.Detail}
 		if errors.As(apiErr.Err, &verr) {

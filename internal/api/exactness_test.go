@@ -17,6 +17,7 @@ import (
 
 	"chatd/internal/api"
 	"chatd/internal/blocks"
+	"chatd/internal/turn"
 )
 
 // SPEC §10: what a client sends is what it reads back.
@@ -430,7 +431,7 @@ func TestExpiredCountedOnce(t *testing.T) {
 		// The pause is made with a long TTL on one server, so that nothing
 		// races it; a second server on the same store re-pauses with a TTL
 		// that has passed by the time anyone answers.
-		short := newTestServer(t, withStore(st), withConfig(func(c *api.Config) { c.ElicitationTTL = time.Millisecond }))
+		short := newTestServer(t, withStore(st), withTurnConfig(func(c *turn.Config) { c.ElicitationTTL = time.Millisecond }))
 		thread := short.mustCreateThread(t, alice, "echo")
 		res := short.mustPause(t, alice, thread, `/elicit {"message":"Ok?","requestedSchema":{"type":"object","properties":{}}}`)
 		waitFor(t, "the elicitation to expire", func() bool { return short.mustThread(t, alice, thread).PendingElicitation == nil })

@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"chatd/internal/api"
 	"chatd/internal/processor"
 	"chatd/internal/redistest"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // failoverWorkers is how many clients send turns during a failover test,
@@ -147,7 +147,7 @@ func runFailover(t *testing.T, setup failoverSetup, wait int) failoverFigures {
 	t.Cleanup(func() { _ = st.Close() })
 	// A lock left behind by a turn cut off mid-way keeps its thread busy
 	// until its lease lapses: keep the lease short.
-	ts := newTestServer(t, withStore(st), withConfig(func(c *api.Config) {
+	ts := newTestServer(t, withStore(st), withTurnConfig(func(c *turn.Config) {
 		c.TurnTimeout = 3 * time.Second
 		c.LockLease = 2 * time.Second
 	}))

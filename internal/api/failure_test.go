@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"chatd/internal/api"
+	"chatd/internal/turn"
 )
 
 // TestProcessorFailure checks that a failing or timed-out processor fails
@@ -18,7 +18,7 @@ func TestProcessorFailure(t *testing.T) {
 		// other turn gets the default, so none races the machine's pace.
 		st := newTestStore(t, kind)
 		ts := newTestServer(t, withStore(st))
-		short := newTestServer(t, withStore(st), withConfig(func(c *api.Config) {
+		short := newTestServer(t, withStore(st), withTurnConfig(func(c *turn.Config) {
 			c.TurnTimeout = 300 * time.Millisecond
 		}))
 		tests := []struct {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"chatd/internal/api"
+	"chatd/internal/turn"
 )
 
 // TestFrontendProtocols drives POST /v1/ai-sdk/chat, its reattach stream and
@@ -32,7 +32,7 @@ func TestFrontendProtocols(t *testing.T) {
 	}
 	ts := newTestServer(t)
 	// Elicitations on this one expire quickly, for the late answers.
-	shortTTL := newTestServer(t, withConfig(func(c *api.Config) { c.ElicitationTTL = time.Second }))
+	shortTTL := newTestServer(t, withTurnConfig(func(c *turn.Config) { c.ElicitationTTL = time.Second }))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -28,6 +28,7 @@ import (
 	"chatd/internal/processor/echo"
 	"chatd/internal/redistest"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // principalHeader is where the test servers' HeaderAuth reads the principal,
@@ -236,6 +237,7 @@ type serverSettings struct {
 	store  api.Store
 	auth   api.Authenticator
 	config api.Config
+	turns  turn.Config
 	extra  map[string]processor.Processor
 	// deps, when set, adjusts the server's dependencies last.
 	deps func(*api.Deps)
@@ -280,6 +282,12 @@ func withConfig(fn func(*api.Config)) serverOption {
 	return func(s *serverSettings) { fn(&s.config) }
 }
 
+// withTurnConfig changes the turn engine's configuration, which starts
+// from the defaults.
+func withTurnConfig(fn func(*turn.Config)) serverOption {
+	return func(s *serverSettings) { fn(&s.turns) }
+}
+
 // newTestServer starts a chatd API with the echo and demo processors (demo
 // streaming without pauses), authenticating by principal header, on the
 // memory store unless an option says otherwise.
@@ -289,6 +297,7 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 		kind:   memoryStore,
 		auth:   api.HeaderAuth{Header: principalHeader},
 		config: api.DefaultConfig,
+		turns:  turn.DefaultConfig,
 	}
 	for _, opt := range opts {
 		opt(&set)
@@ -304,7 +313,8 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	maps.Copy(procs, set.extra)
 	reg, err := processor.NewRegistry(procs, "demo")
 	require.NoError(tb, err)
-	deps := api.Deps{Store: set.store, Processors: reg, Auth: set.auth, Config: set.config}
+	deps := newTestDeps(set.store, reg, set.turns)
+	deps.Auth, deps.Config = set.auth, set.config
 	if set.deps != nil {
 		set.deps(&deps)
 	}
@@ -772,4 +782,12 @@ func eventNames(evs []sseEvent) []string {
 		out[i] = ev.event
 	}
 	return out
+}
+
+// newTestDeps are a server's dependencies over st: its metrics, and a turn
+// engine over st that reports to them.
+func newTestDeps(st api.Store, reg *processor.Registry, cfg turn.Config) api.Deps {
+	metrics := api.NewMetrics()
+	engine := turn.New(turn.Deps{Store: st, Processors: reg, Observer: metrics, Config: cfg})
+	return api.Deps{Store: st, Engine: engine, Processors: reg, Metrics: metrics, Config: api.DefaultConfig}
 }

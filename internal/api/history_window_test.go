@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"chatd/internal/api"
 	"chatd/internal/processor"
+	"chatd/internal/turn"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,7 +40,7 @@ func TestProcessorsGetTheirHistoryWindow(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		ts := newTestServer(t, withStoreKind(kind),
 			withProcessor("historian", historian{}), withProcessor("short", shortHistorian{}),
-			withConfig(func(c *api.Config) { c.HistoryWindow = 3 }))
+			withTurnConfig(func(c *turn.Config) { c.HistoryWindow = 3 }))
 
 		for _, name := range []string{"historian", "short"} {
 			t.Run(name, func(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"chatd/internal/api"
 	"chatd/internal/redistest"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // slowTurn is an echo turn that streams 30 words 150 ms apart: four and a
@@ -28,7 +28,7 @@ const testLease = time.Second
 func TestLeaseRenewedWhileTurnRuns(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, kind storeKind) {
-		ts := newTestServer(t, withStoreKind(kind), withConfig(func(c *api.Config) { c.LockLease = testLease }))
+		ts := newTestServer(t, withStoreKind(kind), withTurnConfig(func(c *turn.Config) { c.LockLease = testLease }))
 		thread := ts.mustCreateThread(t, alice, "echo")
 		stream := ts.mustStream(t, testRequest{method: http.MethodPost, path: turnPath(thread), as: alice, body: []byte(slowTurn)})
 		require.Equal(t, "message.start", stream.nextEvent().event)
@@ -50,7 +50,7 @@ func TestLeaseRenewedWhileTurnRuns(t *testing.T) {
 func TestLeaseLostCommitRefused(t *testing.T) {
 	t.Parallel()
 	rds := redistest.Start(t)
-	ts := newTestServer(t, withStore(newTestRedisStore(t, rds)), withConfig(func(c *api.Config) { c.LockLease = testLease }))
+	ts := newTestServer(t, withStore(newTestRedisStore(t, rds)), withTurnConfig(func(c *turn.Config) { c.LockLease = testLease }))
 	thread := ts.mustCreateThread(t, alice, "echo")
 
 	stream := ts.mustStream(t, testRequest{method: http.MethodPost, path: turnPath(thread), as: alice, body: []byte(slowTurn)})
@@ -83,7 +83,7 @@ func TestLapsedClaimAnswerable(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		st := newTestStore(t, kind)
-		ts := newTestServer(t, withStore(st), withConfig(func(c *api.Config) { c.LockLease = testLease }))
+		ts := newTestServer(t, withStore(st), withTurnConfig(func(c *turn.Config) { c.LockLease = testLease }))
 		thread := ts.mustCreateThread(t, alice, "echo")
 		pause := ts.mustPause(t, alice, thread, profileForm)
 		eid := pause.Elicitation.id()

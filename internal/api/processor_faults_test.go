@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"chatd/internal/api"
 	"chatd/internal/blocks"
 	"chatd/internal/elicit"
 	"chatd/internal/processor"
+	"chatd/internal/turn"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -63,7 +63,7 @@ func TestTimeoutHoldsForProcessorsThatIgnoreIt(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	ts := newTestServer(t, withProcessor("stubborn", stubborn{release}),
-		withConfig(func(c *api.Config) { c.TurnTimeout = 300 * time.Millisecond }))
+		withTurnConfig(func(c *turn.Config) { c.TurnTimeout = 300 * time.Millisecond }))
 	thread := ts.mustCreateThread(t, alice, "stubborn")
 
 	// The processor is still blocked when this returns: the answer cannot

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,7 +14,7 @@ import (
 	"chatd/internal/turn"
 )
 
-// The frontend protocols (SPEC §13) are consumers of the turn engine's
+// The frontend protocols are consumers of the turn engine's
 // events like the JSON and SSE answers: these handlers read a protocol's
 // request into a turn, begin it under the same auth, tenancy, idempotency
 // and limits as the native endpoints, and hand its events to the protocol's
@@ -84,12 +83,10 @@ func (s *Server) handleAISDKChat(w http.ResponseWriter, r *http.Request) error {
 	defer stream.close()
 	sink := uiSink{aisdk.NewStream(stream.sendData, continues)}
 	if err != nil {
-		p := problemFor(err)
-		s.observeError(r, p, err)
-		sink.Failed(p)
+		s.failProtocol(r, sink, err)
 		return nil
 	}
-	s.runProtocolTurn(r, t, sink)
+	s.writeProtocol(r, sink, t.Events(r.Context(), -1))
 	return nil
 }
 
@@ -113,24 +110,26 @@ func (s *Server) handleAISDKStream(w http.ResponseWriter, r *http.Request) error
 	}
 	var stream *sseStream
 	var sink uiSink
-	err = s.engine.Follow(r.Context(), id, principal, thread.Running.ID, 0, func(ev store.TurnEvent) {
+	ref := turn.Ref{ThreadID: id, Principal: principal, TurnID: thread.Running.ID}
+	for ev, err := range s.engine.Events(r.Context(), ref, 0) {
+		if err != nil {
+			if stream != nil {
+				break // the client left
+			}
+			if errors.Is(err, store.ErrTurnNotFound) {
+				break // the turn ended, and its log with it, since the thread was read
+			}
+			return err
+		}
 		if stream == nil {
 			stream = s.startUIStream(w, true)
+			defer stream.close()
 			sink = uiSink{aisdk.NewStream(stream.sendData, "")}
 		}
-		feedLogged(sink, ev)
-	})
-	if stream == nil {
-		if err == nil || errors.Is(err, store.ErrTurnNotFound) {
-			// The turn ended, and its log with it, since the thread was read.
-			w.WriteHeader(http.StatusNoContent)
-			return nil
-		}
-		return err
+		s.feedProtocol(r, sink, ev)
 	}
-	defer stream.close()
-	if err != nil && !isClientGone(r, err) {
-		sink.Failed(problemFor(errTurnLost))
+	if stream == nil {
+		w.WriteHeader(http.StatusNoContent)
 	}
 	return nil
 }
@@ -165,13 +164,11 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) error {
 	defer stream.close()
 	sink := runSink{agui.NewRun(stream.sendData, req.ThreadID, req.RunID)}
 	if err != nil {
-		p := problemFor(err)
-		s.observeError(r, p, err)
-		sink.Failed(p)
+		s.failProtocol(r, sink, err)
 		return nil
 	}
 	sink.Started()
-	s.runProtocolTurn(r, t, sink)
+	s.writeProtocol(r, sink, t.Events(r.Context(), -1))
 	return nil
 }
 
@@ -183,7 +180,7 @@ func (s *Server) beginProtocolTurn(r *http.Request, threadID, text string, list 
 	}
 	return s.engine.Begin(r.Context(), turn.Plain{
 		ThreadID: threadID, Principal: principalFrom(r.Context()), Message: blocks.NewMessage(blocks.RoleUser, text, list, nil),
-		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body),
+		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body), Stream: true,
 	})
 }
 
@@ -197,65 +194,45 @@ func (s *Server) beginAnswer(r *http.Request, threadID, elicitationID string, re
 	}
 	return s.engine.BeginAnswer(r.Context(), turn.Answer{
 		ThreadID: threadID, Principal: principalFrom(r.Context()), ElicitationID: elicitationID,
-		Result: result, Meta: meta,
+		Result: result, Meta: meta, Stream: true,
 	})
 }
 
-// runProtocolTurn runs a begun turn into sink, or replays the result of an
-// idempotent retry.
-func (s *Server) runProtocolTurn(r *http.Request, t *turn.Turn, sink turnSink) {
-	if t.Replay != nil {
-		res, err := turn.DecodeResult(t.Replay)
+// writeProtocol writes a turn's events through a protocol's writer.
+func (s *Server) writeProtocol(r *http.Request, sink turnSink, events turnEvents) {
+	for ev, err := range events {
 		if err != nil {
-			sink.Failed(problemFor(err))
+			s.failProtocol(r, sink, err)
 			return
 		}
-		sink.Completed(res)
+		s.feedProtocol(r, sink, ev)
+	}
+}
+
+// feedProtocol hands a protocol's writer one event of a turn.
+func (s *Server) feedProtocol(r *http.Request, sink turnSink, ev turn.Event) {
+	switch ev.Kind {
+	case turn.EventStart:
+		sink.Start(ev.Start)
+	case turn.EventDelta:
+		sink.Delta(ev.Delta.Text, ev.Delta.Meta)
+	case turn.EventCompleted:
+		sink.Completed(ev.Result)
+	case turn.EventError:
+		s.observeFailure(r, ev.Failure)
+		sink.Failed(problemFor(ev.Failure))
+	}
+}
+
+// failProtocol ends a protocol's stream with err, which stopped the turn
+// before it began: no such thread, a pending elicitation, an expired answer.
+func (s *Server) failProtocol(r *http.Request, sink turnSink, err error) {
+	if isClientGone(r, err) {
 		return
 	}
-	t.Run(r.Context(), true, func(ev turn.Event) {
-		switch ev.Kind {
-		case turn.EventStart:
-			sink.Start(ev.Start)
-		case turn.EventDelta:
-			sink.Delta(ev.Delta.Text, ev.Delta.Meta)
-		case turn.EventCompleted:
-			sink.Completed(ev.Result)
-		case turn.EventError:
-			p := problemFor(ev.Err)
-			s.observeError(r, p, ev.Err)
-			sink.Failed(p)
-		}
-	})
-}
-
-// feedLogged hands sink one event of a turn's log, as Follow reads it.
-func feedLogged(sink turnSink, ev store.TurnEvent) {
-	switch ev.Name {
-	case turn.NameStart:
-		var st turn.Start
-		if json.Unmarshal(ev.Data, &st) == nil {
-			sink.Start(st)
-		}
-	case turn.NameDelta:
-		var d turn.Delta
-		if json.Unmarshal(ev.Data, &d) == nil {
-			sink.Delta(d.Delta, d.Meta)
-		}
-	case turn.NameCompleted:
-		res, err := turn.DecodeResult(ev.Data)
-		if err != nil {
-			sink.Failed(problemFor(err))
-			return
-		}
-		sink.Completed(res)
-	case turn.NameError:
-		var p Problem
-		if json.Unmarshal(ev.Data, &p) != nil || p.Code == "" {
-			p = problemFor(errors.New("unreadable error event"))
-		}
-		sink.Failed(p)
-	}
+	p := problemFor(err)
+	s.observeError(r, p, err)
+	sink.Failed(p)
 }
 
 // startUIStream opens a frontend protocol's event stream; uiMessages marks

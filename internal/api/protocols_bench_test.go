@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"chatd/internal/api"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // BenchmarkStreamedTurn measures one streamed echo turn (twenty words, one
@@ -48,7 +48,7 @@ func BenchmarkStreamedTurn(b *testing.B) {
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
-			h := newBenchHandler(b, store.NewMemory(store.Options{}), api.DefaultConfig)
+			h := newBenchHandler(b, store.NewMemory(store.Options{}), turn.DefaultConfig)
 			thread := mustBenchThread(b, h)
 			path, body := tt.path(thread), tt.body(thread)
 			b.ReportAllocs()

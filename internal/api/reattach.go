@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -30,45 +29,9 @@ func (s *Server) handleTurnEvents(w http.ResponseWriter, r *http.Request) error 
 	if _, err := wantsHTML(r); err != nil {
 		return err
 	}
-	return s.follow(w, r, id, turnID, max(after, 0))
+	ref := turn.Ref{ThreadID: id, Principal: principalFrom(r.Context()), TurnID: turnID}
+	return s.writeTurnSSE(w, r, s.engine.Events(r.Context(), ref, max(after, 0)))
 }
-
-// follow streams a turn's logged events after the one with ID after, then
-// its live ones until it ends. Errors found before the stream starts (no
-// such thread or turn) are returned for a plain problem answer.
-func (s *Server) follow(w http.ResponseWriter, r *http.Request, threadID, turnID string, after int) error {
-	var stream *sseStream
-	err := s.engine.Follow(r.Context(), threadID, principalFrom(r.Context()), turnID, after, func(ev store.TurnEvent) {
-		if stream == nil {
-			stream = s.startStream(w)
-		}
-		data := ev.Data
-		if ev.Name == turn.NameCompleted {
-			data = s.renderResult(r, data)
-		}
-		stream.send(ev.ID, ev.Name, data)
-	})
-	if stream == nil {
-		if err == nil {
-			// Nothing after Last-Event-ID, and the turn has ended: an empty
-			// stream says so.
-			s.startStream(w).close()
-		}
-		return err
-	}
-	defer stream.close()
-	if err != nil && !isClientGone(r, err) {
-		// The log ended without a last event: the instance running the turn
-		// died, and the lock it held has lapsed.
-		stream.send(after+1, "error", encodeProblem(errTurnLost))
-	}
-	return nil
-}
-
-// errTurnLost ends a followed turn whose log expired before it ended.
-var errTurnLost = &Error{Status: http.StatusBadGateway, Code: "processor_failed",
-	Detail: "the instance running the turn stopped before it ended; nothing of it was saved",
-	Err:    errors.New("turn log expired before its last event")}
 
 // lastEventID is the Last-Event-ID header as an event ID, or -1 when it is
 // absent.

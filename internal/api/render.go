@@ -3,12 +3,11 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 
 	"chatd/internal/blocks"
+	"chatd/internal/turn"
 )
 
 // wantsHTML reads the render query parameter: absent is false, "html" is
@@ -58,68 +57,31 @@ func (s *Server) renderedMessages(msgs []blocks.Message) ([]json.RawMessage, err
 	return out, nil
 }
 
-// renderResult adds html to the messages of a TurnResult when the request
-// asks for ?render=html (its handler has already refused a bad value);
-// otherwise, and should rendering ever fail, the result is as it was.
-func (s *Server) renderResult(r *http.Request, result []byte) []byte {
+// resultJSON is a turn.completed event's TurnResult as the client reads
+// it: with html added to its messages when the request asks for
+// ?render=html (its handler has already refused a bad value); otherwise,
+// and should rendering ever fail, as the turn gave it.
+func (s *Server) resultJSON(r *http.Request, ev turn.Event) []byte {
 	if on, _ := wantsHTML(r); !on {
-		return result
+		return ev.Data()
 	}
-	out, err := s.renderMembers(result, "user_message", "message")
+	out, err := s.renderedResult(ev.Result)
 	if err != nil {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "rendering a turn result", slog.String("error", err.Error()))
-		return result
+		return ev.Data()
 	}
 	return out
 }
 
-// renderMembers rewrites the named members of a JSON object, each a message
-// record, as rendered messages; every other member, and the order of all of
-// them, stays as it was.
-func (s *Server) renderMembers(object []byte, names ...string) ([]byte, error) {
-	var members []struct {
-		key   string
-		value json.RawMessage
+// renderedResult is a TurnResult whose messages carry their html.
+func (s *Server) renderedResult(res *turn.Result) ([]byte, error) {
+	user, err := s.renderedMessage(res.UserMessage)
+	if err != nil {
+		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(object))
-	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, fmt.Errorf("not a JSON object")
+	reply, err := s.renderedMessage(res.Message)
+	if err != nil {
+		return nil, err
 	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil, err
-		}
-		if slices.Contains(names, key) {
-			var m blocks.Message
-			if err := json.Unmarshal(value, &m); err != nil {
-				return nil, fmt.Errorf("%s: %w", key, err)
-			}
-			if value, err = s.renderedMessage(m); err != nil {
-				return nil, err
-			}
-		}
-		members = append(members, struct {
-			key   string
-			value json.RawMessage
-		}{key, value})
-	}
-	out := append(make([]byte, 0, len(object)+512), '{')
-	for i, m := range members {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		key, err := marshal(m.key)
-		if err != nil {
-			return nil, err
-		}
-		out = append(append(append(out, key...), ':'), m.value...)
-	}
-	return append(out, '}'), nil
+	return marshal(turn.WithMessages(res, user, reply))
 }

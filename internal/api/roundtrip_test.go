@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"chatd/internal/api"
+	"chatd/internal/turn"
 )
 
 const (
@@ -178,7 +178,7 @@ func mustDemoPause(tb testing.TB, ts *testServer, command string) (thread, eid s
 
 func TestElicitationOutcomes(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
-		ts := newTestServer(t, withStoreKind(kind), withConfig(func(c *api.Config) {
+		ts := newTestServer(t, withStoreKind(kind), withTurnConfig(func(c *turn.Config) {
 			c.ElicitationTTL = 300 * time.Millisecond
 		}))
 		longTS := newTestServer(t, withStoreKind(kind))

@@ -15,6 +15,7 @@ import (
 	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/store"
+	"chatd/internal/throttle"
 	"chatd/internal/turn"
 )
 
@@ -46,11 +47,9 @@ type UI interface {
 }
 
 // Config holds the API's tunables; cmd/chatd fills it from the environment.
+// The settings of turns themselves are the engine's (turn.Config).
 type Config struct {
-	ElicitationTTL time.Duration
-	TurnTimeout    time.Duration
-	HistoryWindow  int
-	MaxBodyBytes   int64
+	MaxBodyBytes int64
 	// MaxBlocks caps the content blocks of one message (422 beyond).
 	MaxBlocks int
 	// MaxJSONDepth caps the nesting of any request body (400 beyond).
@@ -64,8 +63,6 @@ type Config struct {
 	// PrincipalHeader is the header a gateway names the principal in
 	// (header auth), allowed in CORS requests.
 	PrincipalHeader string
-	// LockLease is the term of a turn's lock, renewed while the turn runs.
-	LockLease time.Duration
 	// WriteTimeout bounds writing one SSE event (and the drain of what is
 	// queued when a stream ends) to a client that does not read; the
 	// stream is then dropped while its turn completes.
@@ -84,11 +81,9 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 }
 
-// DefaultConfig is SPEC §9's defaults.
+// DefaultConfig is the API's defaults, those of the CHATD_ variables that
+// set them.
 var DefaultConfig = Config{
-	ElicitationTTL:    15 * time.Minute,
-	TurnTimeout:       60 * time.Second,
-	HistoryWindow:     50,
 	MaxBodyBytes:      1 << 20,
 	MaxBlocks:         256,
 	MaxJSONDepth:      64,
@@ -99,16 +94,9 @@ var DefaultConfig = Config{
 }
 
 // withDefaults fills unset (zero) fields from DefaultConfig, so a partial
-// Config never means "no body allowed" or "no time to answer". A zero
-// HistoryWindow is kept: it means processors get no history.
+// Config never means "no body allowed" or "no time to write".
 func (c Config) withDefaults() Config {
 	d := DefaultConfig
-	if c.ElicitationTTL <= 0 {
-		c.ElicitationTTL = d.ElicitationTTL
-	}
-	if c.TurnTimeout <= 0 {
-		c.TurnTimeout = d.TurnTimeout
-	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes
 	}
@@ -135,7 +123,10 @@ func (c Config) withDefaults() Config {
 
 // Deps are what a Server is built from.
 type Deps struct {
-	Store      Store
+	Store Store
+	// Engine runs the turns; cmd/chatd builds it over the same store, with
+	// the Metrics as its observer.
+	Engine     *turn.Engine
 	Processors *processor.Registry
 	Auth       Authenticator
 	Logger     *slog.Logger
@@ -165,7 +156,7 @@ type Server struct {
 	handler    http.Handler
 	engine     *turn.Engine
 	// storeErrLog limits the lines logged for an unreachable store.
-	storeErrLog   *logThrottle
+	storeErrLog   *throttle.Log
 	rateLimit     *ratelimit.Limiter
 	authFailLimit *ratelimit.Limiter
 	// heldRefusals counts the refusals waiting out RefusalDelay.
@@ -185,7 +176,8 @@ func NewServer(d Deps) *Server {
 		renderer:   d.Renderer,
 		ui:         d.UI,
 		// One line a second: enough to see an outage begin and end.
-		storeErrLog:   &logThrottle{interval: time.Second},
+		storeErrLog:   throttle.NewLog(time.Second),
+		engine:        d.Engine,
 		rateLimit:     d.RateLimit,
 		authFailLimit: d.AuthFailLimit,
 	}
@@ -204,11 +196,6 @@ func NewServer(d Deps) *Server {
 	}
 	s.cfg = s.cfg.withDefaults()
 	s.heldRefusals = make(chan struct{}, s.cfg.MaxHeldRefusals)
-	s.engine = turn.New(turn.Deps{
-		Store: d.Store, Processors: d.Processors, Observer: s.metrics, Logger: s.log, EncodeError: encodeProblem,
-		Config: turn.Config{ElicitationTTL: s.cfg.ElicitationTTL, TurnTimeout: s.cfg.TurnTimeout, HistoryWindow: s.cfg.HistoryWindow,
-			LockLease: s.cfg.LockLease},
-	})
 	s.handler = s.routes()
 	return s
 }
@@ -261,7 +248,7 @@ func (s *Server) observeError(r *http.Request, p Problem, err error) {
 	}
 	if errors.Is(err, store.ErrUnavailable) {
 		s.metrics.storeErrors.Inc()
-		ok, suppressed := s.storeErrLog.allow(time.Now())
+		ok, suppressed := s.storeErrLog.Allow(time.Now())
 		if !ok {
 			return
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"chatd/internal/api"
 	"chatd/internal/processor"
+	"chatd/internal/turn"
 )
 
 // floodProcessor streams count status deltas, each carrying size bytes of
@@ -72,7 +72,7 @@ func TestStreamStalledClient(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		flood := floodProcessor{count: 400, size: 64 << 10, finished: make(chan struct{}, 2)}
 		ts := newTestServer(t, withStoreKind(kind), withProcessor("flood", flood),
-			withConfig(func(c *api.Config) { c.TurnTimeout = time.Hour }))
+			withTurnConfig(func(c *turn.Config) { c.TurnTimeout = time.Hour }))
 		thread := ts.mustCreateThread(t, alice, "flood")
 
 		conn := newTestStalledStream(t, ts, alice, thread, "go")

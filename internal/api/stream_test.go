@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chatd/internal/api"
+	"chatd/internal/turn"
 )
 
 // normalized decodes a TurnResult and replaces every UUID and timestamp, the
@@ -265,7 +266,7 @@ func TestStreamHeartbeat(t *testing.T) {
 func TestStreamTimeout(t *testing.T) {
 	t.Parallel()
 	st := newTestStore(t, memoryStore)
-	ts := newTestServer(t, withStore(st), withConfig(func(c *api.Config) { c.TurnTimeout = 300 * time.Millisecond }))
+	ts := newTestServer(t, withStore(st), withTurnConfig(func(c *turn.Config) { c.TurnTimeout = 300 * time.Millisecond }))
 	// The turn after the failed one runs with the default timeout: it must
 	// not race the machine's pace.
 	long := newTestServer(t, withStore(st))

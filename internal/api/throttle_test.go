@@ -11,30 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestLogThrottle(t *testing.T) {
-	t.Parallel()
-	th := &logThrottle{interval: time.Second}
-	t0 := time.Unix(1000, 0)
-	type step struct {
-		at             time.Duration
-		wantOK         bool
-		wantSuppressed int
-	}
-	for i, s := range []step{
-		{0, true, 0},
-		{100 * time.Millisecond, false, 0},
-		{999 * time.Millisecond, false, 0},
-		{time.Second, true, 2},
-		{1500 * time.Millisecond, false, 0},
-		{5 * time.Second, true, 1},
-		{6 * time.Second, true, 0},
-	} {
-		ok, suppressed := th.allow(t0.Add(s.at))
-		assert.Equal(t, s.wantOK, ok, "step %d", i)
-		assert.Equal(t, s.wantSuppressed, suppressed, "step %d", i)
-	}
-}
-
 // TestHoldRefusal: a refusal waits out RefusalDelay unless its client
 // leaves, and once MaxHeldRefusals wait, the next is answered at once.
 func TestHoldRefusal(t *testing.T) {

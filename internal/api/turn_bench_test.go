@@ -13,6 +13,7 @@ import (
 	"chatd/internal/processor"
 	"chatd/internal/processor/echo"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // BenchmarkTurn measures one echo turn through the whole handler stack —
@@ -40,7 +41,7 @@ func BenchmarkTurn(b *testing.B) {
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
-			cfg := api.DefaultConfig
+			cfg := turn.DefaultConfig
 			if tt.noWindow {
 				cfg.HistoryWindow = 0
 			}
@@ -48,7 +49,7 @@ func BenchmarkTurn(b *testing.B) {
 			path := "/v1/threads/" + mustBenchThread(b, h) + "/turns"
 			// Fill the history window first, so every measured turn reads a
 			// full window as on a thread in use.
-			for range api.DefaultConfig.HistoryWindow/2 + 1 {
+			for range turn.DefaultConfig.HistoryWindow/2 + 1 {
 				mustBenchTurn(b, h, path, tt.body)
 			}
 			b.ReportAllocs()
@@ -59,13 +60,15 @@ func BenchmarkTurn(b *testing.B) {
 	}
 }
 
-// newBenchHandler returns chatd on st with the echo processor, cfg and no
-// authentication.
-func newBenchHandler(tb testing.TB, st api.Store, cfg api.Config) http.Handler {
+// newBenchHandler returns chatd on st with the echo processor, turns
+// configured by cfg, and no authentication.
+func newBenchHandler(tb testing.TB, st api.Store, cfg turn.Config) http.Handler {
 	tb.Helper()
 	reg, err := processor.NewRegistry(map[string]processor.Processor{"echo": echo.New()}, "echo")
 	require.NoError(tb, err)
-	return api.NewServer(api.Deps{Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: cfg})
+	deps := newTestDeps(st, reg, cfg)
+	deps.Auth = api.AnonymousAuth{}
+	return api.NewServer(deps)
 }
 
 // mustBenchThread creates an echo thread and returns its ID.

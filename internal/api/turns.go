@@ -50,22 +50,24 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	principal := principalFrom(r.Context())
+	stream := wantsStream(r)
 	t, err := s.engine.Begin(r.Context(), turn.Plain{
 		ThreadID: id, Principal: principal, Message: userMsg,
-		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body),
+		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body), Stream: stream,
 	})
 	var running *store.RunningError
-	if errors.As(err, &running) && lastEventID >= 0 && wantsStream(r) {
+	if errors.As(err, &running) && lastEventID >= 0 && stream {
 		// A retry of a stream that broke: pick the same turn up again.
-		return s.follow(w, r, id, running.TurnID, lastEventID)
+		ref := turn.Ref{ThreadID: id, Principal: principal, TurnID: running.TurnID}
+		return s.writeTurnSSE(w, r, s.engine.Events(r.Context(), ref, lastEventID))
 	}
 	if err != nil {
 		return err
 	}
-	if t.Replay != nil {
-		return s.replay(w, r, id, t.Replay, lastEventID)
+	if !stream {
+		return s.writeTurnJSON(w, r, t.Events(r.Context(), -1))
 	}
-	return s.runTurn(w, r, t)
+	return s.writeTurnSSE(w, r, t.Events(r.Context(), lastEventID))
 }
 
 // parseTurnRequest validates a turn body into the user's message. Shape
@@ -141,31 +143,6 @@ func fingerprintOf(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// replay answers an idempotent retry of a finished turn with its original
-// TurnResult. A stream retry with Last-Event-ID resumes the turn's logged
-// events while the log lives; otherwise the result comes as one event.
-func (s *Server) replay(w http.ResponseWriter, r *http.Request, threadID string, result []byte, lastEventID int) error {
-	if !wantsStream(r) {
-		writeBody(w, http.StatusOK, jsonType, s.renderResult(r, result))
-		return nil
-	}
-	if lastEventID >= 0 {
-		var ids struct {
-			TurnID string `json:"turn_id"`
-		}
-		if json.Unmarshal(result, &ids) == nil && blocks.IsCanonicalID(ids.TurnID) {
-			err := s.follow(w, r, threadID, ids.TurnID, lastEventID)
-			if !errors.Is(err, store.ErrTurnNotFound) {
-				return err
-			}
-		}
-	}
-	stream := s.startStream(w)
-	stream.send(1, turn.NameCompleted, s.renderResult(r, result))
-	stream.close()
-	return nil
-}
-
 type answerRequest struct {
 	Action  elicit.Action  `json:"action"`
 	Content map[string]any `json:"content"`
@@ -196,50 +173,16 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 	if err := verr.Err(); err != nil {
 		return err
 	}
+	stream := wantsStream(r)
 	t, err := s.engine.BeginAnswer(r.Context(), turn.Answer{
 		ThreadID: id, Principal: principalFrom(r.Context()), ElicitationID: chi.URLParam(r, "elicitation_id"),
-		Result: elicit.Result{Action: req.Action, Content: req.Content}, Meta: req.Meta,
+		Result: elicit.Result{Action: req.Action, Content: req.Content}, Meta: req.Meta, Stream: stream,
 	})
 	if err != nil {
 		return err
 	}
-	return s.runTurn(w, r, t)
-}
-
-// runTurn runs a begun turn and writes it: as one JSON TurnResult, or as a
-// Server-Sent Events stream of its events. Either way the turn runs to
-// completion and is persisted, whether or not the client stays.
-func (s *Server) runTurn(w http.ResponseWriter, r *http.Request, t *turn.Turn) error {
-	if !wantsStream(r) {
-		var last turn.Event
-		t.Run(r.Context(), false, func(ev turn.Event) { last = ev })
-		if last.Kind == turn.EventError {
-			return last.Err
-		}
-		writeBody(w, http.StatusOK, jsonType, s.renderResult(r, last.Data))
-		return nil
+	if !stream {
+		return s.writeTurnJSON(w, r, t.Events(r.Context(), -1))
 	}
-	stream := s.startStream(w)
-	defer stream.close()
-	t.Run(r.Context(), true, func(ev turn.Event) {
-		if ev.Kind == turn.EventError {
-			s.observeError(r, problemFor(ev.Err), ev.Err)
-		}
-		data := ev.Data
-		if ev.Kind == turn.EventCompleted {
-			data = s.renderResult(r, data)
-		}
-		stream.send(ev.ID, ev.Name(), data)
-	})
-	return nil
-}
-
-// encodeProblem is a failed turn's error event data: the problem the client
-// sees for err.
-func encodeProblem(err error) []byte {
-	body, mErr := marshal(problemFor(err))
-	if mErr != nil {
-		return []byte(internalProblem)
-	}
-	return body
+	return s.writeTurnSSE(w, r, t.Events(r.Context(), -1))
 }

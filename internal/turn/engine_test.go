@@ -2,6 +2,8 @@ package turn_test
 
 import (
 	"context"
+	"errors"
+	"iter"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -52,12 +54,37 @@ func newTestEngine(tb testing.TB, p processor.Processor) (*turn.Engine, *countin
 
 func run(tb testing.TB, e *turn.Engine, threadID string, stream bool) []turn.Event {
 	tb.Helper()
-	t, err := e.Begin(context.Background(), turn.Plain{ThreadID: threadID, Principal: "alice",
-		Message: blocks.NewMessage(blocks.RoleUser, "go", nil, nil)})
+	return runPlain(tb, e, turn.Plain{ThreadID: threadID, Principal: "alice",
+		Message: blocks.NewMessage(blocks.RoleUser, "go", nil, nil), Stream: stream})
+}
+
+func runPlain(tb testing.TB, e *turn.Engine, p turn.Plain) []turn.Event {
+	tb.Helper()
+	t, err := e.Begin(context.Background(), p)
 	require.NoError(tb, err)
-	var events []turn.Event
-	t.Run(context.Background(), stream, func(ev turn.Event) { events = append(events, ev) })
-	return events
+	return collect(tb, t.Events(context.Background(), -1))
+}
+
+// collect ranges over events, which must hold no error.
+func collect(tb testing.TB, events iter.Seq2[turn.Event, error]) []turn.Event {
+	tb.Helper()
+	var out []turn.Event
+	for ev, err := range events {
+		require.NoError(tb, err)
+		out = append(out, ev)
+	}
+	return out
+}
+
+// requireSameEvents checks that two reads of a turn saw the same events.
+func requireSameEvents(tb testing.TB, want, got []turn.Event) {
+	tb.Helper()
+	require.Len(tb, got, len(want))
+	for i, ev := range want {
+		assert.Equal(tb, ev.ID, got[i].ID)
+		assert.Equal(tb, ev.Kind, got[i].Kind)
+		assert.Equal(tb, string(ev.Data()), string(got[i].Data()))
+	}
 }
 
 // TestStreamedDeltasAreBatched: however fast a processor streams, its
@@ -70,18 +97,17 @@ func TestStreamedDeltasAreBatched(t *testing.T) {
 	elapsed := time.Since(start)
 	require.Len(t, events, 5002)
 	assert.Equal(t, turn.EventCompleted, events[len(events)-1].Kind)
-	maxWrites := int64(elapsed/turn.DefaultFlushEvery) + 1
-	assert.LessOrEqual(t, st.appends.Load(), maxWrites, "at most one write per %s over %s", turn.DefaultFlushEvery, elapsed)
+	maxWrites := int64(elapsed/turn.DefaultConfig.FlushEvery) + 1
+	assert.LessOrEqual(t, st.appends.Load(), maxWrites, "at most one write per %s over %s", turn.DefaultConfig.FlushEvery, elapsed)
 
-	var logged []store.TurnEvent
-	require.NoError(t, e.Follow(context.Background(), threadID, "alice", events[0].Start.TurnID, 0,
-		func(ev store.TurnEvent) { logged = append(logged, ev) }))
-	require.Len(t, logged, len(events))
-	for i, ev := range events {
-		assert.Equal(t, ev.ID, logged[i].ID)
-		assert.Equal(t, ev.Name(), logged[i].Name)
-		assert.Equal(t, string(ev.Data), string(logged[i].Data))
-	}
+	ref := turn.Ref{ThreadID: threadID, Principal: "alice", TurnID: events[0].Start.TurnID}
+	logged := collect(t, e.Events(context.Background(), ref, 0))
+	requireSameEvents(t, events, logged)
+	assert.Equal(t, events[1].Delta, logged[1].Delta, "read back as typed events")
+	assert.Equal(t, events[len(events)-1].Result.Message.Text, logged[len(logged)-1].Result.Message.Text)
+
+	after := collect(t, e.Events(context.Background(), ref, 4990))
+	requireSameEvents(t, events[4990:], after)
 }
 
 // TestJSONTurnLogsItsEnds: a turn answered as one body emits and logs no
@@ -94,4 +120,97 @@ func TestJSONTurnLogsItsEnds(t *testing.T) {
 	assert.Equal(t, turn.EventCompleted, events[1].Kind)
 	assert.Equal(t, strings.Repeat("x", 100), events[1].Result.Message.Text)
 	assert.Zero(t, st.appends.Load(), "nothing logged between begin and commit")
+}
+
+// failing fails every turn with a detail for its client.
+type failing struct{}
+
+func (failing) Describe() string { return "fails" }
+
+func (failing) Process(context.Context, processor.Input, processor.Emit) (processor.Output, error) {
+	return processor.Output{}, &processor.Error{Detail: "the model is down", Err: errors.New("connection refused")}
+}
+
+// TestFailedTurnReadsBackAsItsFailure: a failed turn's error event carries
+// the engine's own failure (code and detail, its cause kept for logs), and
+// its log gives back the same failure, without the cause.
+func TestFailedTurnReadsBackAsItsFailure(t *testing.T) {
+	e, _, threadID := newTestEngine(t, failing{})
+	events := run(t, e, threadID, true)
+	require.Len(t, events, 2)
+	last := events[1]
+	require.Equal(t, turn.EventError, last.Kind)
+	assert.Equal(t, turn.CodeProcessorFailed, last.Failure.Code)
+	assert.Equal(t, "the model is down", last.Failure.Detail)
+	assert.ErrorContains(t, last.Failure, "connection refused")
+	assert.JSONEq(t, `{"code":"processor_failed","detail":"the model is down"}`, string(last.Data()))
+
+	logged := collect(t, e.Events(context.Background(), turn.Ref{ThreadID: threadID, Principal: "alice", TurnID: events[0].Start.TurnID}, 0))
+	requireSameEvents(t, events, logged)
+	assert.Equal(t, "the model is down", logged[1].Failure.Detail)
+	assert.Nil(t, logged[1].Failure.Err)
+}
+
+// TestReplayIsTheOriginalOutcome: an idempotent retry runs nothing and
+// reads as the original turn.completed, or, after an event the client has,
+// as the original turn's logged events after it.
+func TestReplayIsTheOriginalOutcome(t *testing.T) {
+	e, _, threadID := newTestEngine(t, chatty{n: 3})
+	p := turn.Plain{ThreadID: threadID, Principal: "alice", Message: blocks.NewMessage(blocks.RoleUser, "go", nil, nil),
+		IdempotencyKey: "k", Fingerprint: "f", Stream: true}
+	first := runPlain(t, e, p)
+	require.Len(t, first, 5)
+
+	p.Message = blocks.NewMessage(blocks.RoleUser, "go", nil, nil)
+	retry := runPlain(t, e, p)
+	require.Len(t, retry, 1)
+	assert.Equal(t, turn.EventCompleted, retry[0].Kind)
+	assert.Equal(t, string(first[4].Data()), string(retry[0].Data()))
+	assert.Equal(t, first[4].Result.TurnID, retry[0].Result.TurnID)
+
+	again, err := e.Begin(context.Background(), p)
+	require.NoError(t, err)
+	requireSameEvents(t, first[2:], collect(t, again.Events(context.Background(), 2)))
+
+	p.Fingerprint = "another body"
+	_, err = e.Begin(context.Background(), p)
+	assert.ErrorIs(t, err, turn.ErrIdempotencyConflict)
+}
+
+// TestConsumerThatStopsLeavesTheTurnRunning: a consumer that stops ranging
+// after the first event does not stop the turn: it completes and is
+// committed, and its log ends.
+func TestConsumerThatStopsLeavesTheTurnRunning(t *testing.T) {
+	e, st, threadID := newTestEngine(t, chatty{n: 50})
+	tr, err := e.Begin(context.Background(), turn.Plain{ThreadID: threadID, Principal: "alice",
+		Message: blocks.NewMessage(blocks.RoleUser, "go", nil, nil), Stream: true})
+	require.NoError(t, err)
+	for range tr.Events(context.Background(), -1) {
+		break
+	}
+	page, err := st.History(context.Background(), threadID, "alice", 10, "")
+	require.NoError(t, err)
+	require.Len(t, page.Messages, 2)
+	assert.Equal(t, strings.Repeat("x", 50), page.Messages[1].Text)
+	logged := collect(t, e.Events(context.Background(), turn.Ref{ThreadID: threadID, Principal: "alice", TurnID: tr.ID()}, 0))
+	assert.Len(t, logged, 52)
+	assert.True(t, logged[51].Last())
+}
+
+// TestEventsOfAnUnknownTurn: reading a turn that does not exist is an
+// error before any event, so a transport can still answer with a status.
+func TestEventsOfAnUnknownTurn(t *testing.T) {
+	e, _, threadID := newTestEngine(t, chatty{n: 1})
+	for _, ref := range []turn.Ref{
+		{ThreadID: threadID, Principal: "alice", TurnID: blocks.NewID()},
+		{ThreadID: threadID, Principal: "mallory", TurnID: blocks.NewID()},
+	} {
+		var errs []error
+		for ev, err := range e.Events(context.Background(), ref, 0) {
+			assert.Zero(t, ev)
+			errs = append(errs, err)
+		}
+		require.Len(t, errs, 1)
+		assert.True(t, errors.Is(errs[0], store.ErrTurnNotFound) || errors.Is(errs[0], store.ErrNotFound), errs[0])
+	}
 }

@@ -20,17 +20,17 @@ type encodedResult struct {
 }
 
 // invoke runs the thread's processor on the turn, within the processor's
-// share of the turn timeout.
-func (t *Turn) invoke(ctx context.Context, emit processor.Emit) (processor.Output, error) {
+// share of the turn timeout, sending out the deltas it streams meanwhile.
+func (t *Turn) invoke(ctx context.Context, emit processor.Emit, deltas *deltaQueue, out *outbox) (processor.Output, error) {
 	thread := t.begun.Thread
 	proc, err := t.e.processors.Get(thread.Processor)
 	if err != nil {
-		return processor.Output{}, &ProcessorError{Detail: fmt.Sprintf("processor %q is not enabled on this server", thread.Processor), Err: err}
+		return processor.Output{}, &processorError{Detail: fmt.Sprintf("processor %q is not enabled on this server", thread.Processor), Err: err}
 	}
 	procCtx, cancel := context.WithTimeout(ctx, t.e.processorBudget())
 	defer cancel()
 	t.input.ThreadID, t.input.Principal, t.input.History = thread.ID, thread.Owner, t.begun.History
-	return invoke(procCtx, proc, t.input, emit)
+	return invoke(procCtx, proc, t.input, emit, deltas, out)
 }
 
 // processorBudget leaves the commit a moment inside the turn timeout, so a
@@ -40,11 +40,12 @@ func (e *Engine) processorBudget() time.Duration {
 	return e.cfg.TurnTimeout - margin
 }
 
-// invoke runs the processor until it answers or ctx ends. A panic becomes an
-// error: a faulty plugin fails its turn, not the server. A processor that
-// ignores its context is left to finish in the background and its late
-// output discarded, so the turn timeout holds whatever the plugin does.
-func invoke(ctx context.Context, proc processor.Processor, in processor.Input, emit processor.Emit) (processor.Output, error) {
+// invoke runs the processor until it answers or ctx ends, sending out its
+// queued deltas as they come. A panic becomes an error: a faulty plugin
+// fails its turn, not the server. A processor that ignores its context is
+// left to finish in the background and its late output discarded, so the
+// turn timeout holds whatever the plugin does.
+func invoke(ctx context.Context, proc processor.Processor, in processor.Input, emit processor.Emit, deltas *deltaQueue, out *outbox) (processor.Output, error) {
 	type outcome struct {
 		out processor.Output
 		err error
@@ -60,14 +61,18 @@ func invoke(ctx context.Context, proc processor.Processor, in processor.Input, e
 		}()
 		o.out, o.err = proc.Process(ctx, in, emit)
 	}()
-	select {
-	case o := <-done:
-		if o.err == nil && ctx.Err() != nil {
-			o.err = ctx.Err()
+	for {
+		select {
+		case o := <-done:
+			if o.err == nil && ctx.Err() != nil {
+				o.err = ctx.Err()
+			}
+			return o.out, o.err
+		case <-deltas.ready:
+			deltas.drain(out)
+		case <-ctx.Done():
+			return processor.Output{}, ctx.Err()
 		}
-		return o.out, o.err
-	case <-ctx.Done():
-		return processor.Output{}, ctx.Err()
 	}
 }
 
@@ -80,15 +85,15 @@ func (t *Turn) buildCommit(out processor.Output) (store.Commit, encodedResult, e
 	}
 	thread := t.begun.Thread
 	assistant := blocks.Message{
-		ID: t.Start.MessageID, Role: blocks.RoleAssistant, Text: out.Text,
+		ID: t.first.Start.MessageID, Role: blocks.RoleAssistant, Text: out.Text,
 		Timestamp: blocks.Now(), ContentBlocks: out.Blocks, Meta: out.Meta,
 	}
 	result := &Result{
-		ThreadID: thread.ID, TurnID: t.Start.TurnID, Status: StatusCompleted, UserMessage: t.userMsg,
+		ThreadID: thread.ID, TurnID: t.ref.TurnID, Status: StatusCompleted, UserMessage: t.userMsg,
 		StructuredResponse: StructuredResponse{ContentBlocks: out.Blocks, Meta: out.Meta},
 	}
 	commit := store.Commit{
-		ThreadID: thread.ID, Owner: thread.Owner, LockToken: t.begun.LockToken, Consumed: t.consumed, TurnID: t.Start.TurnID,
+		ThreadID: thread.ID, Owner: thread.Owner, LockToken: t.begun.LockToken, Consumed: t.consumed, TurnID: t.ref.TurnID,
 	}
 	if out.Pause != nil {
 		request, err := encodePause(out.Pause)
@@ -132,7 +137,7 @@ func (t *Turn) buildCommit(out processor.Output) (store.Commit, encodedResult, e
 }
 
 // previewRunes is how much of a thread's first user message stands in for
-// its title in lists (SPEC §12).
+// its title in lists.
 const previewRunes = 80
 
 func preview(text string) string {

@@ -2,7 +2,6 @@ package turn
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -14,8 +13,7 @@ import (
 // pace. What is still buffered when the turn ends rides its commit or
 // release. A recorder that is not enabled logs nothing.
 type recorder struct {
-	store            Store
-	log              *slog.Logger
+	e                *Engine
 	threadID, turnID string
 
 	mu  sync.Mutex
@@ -25,11 +23,11 @@ type recorder struct {
 	done   chan struct{}
 }
 
-func newRecorder(st Store, log *slog.Logger, threadID, turnID string, enabled bool, every time.Duration) *recorder {
-	r := &recorder{store: st, log: log, threadID: threadID, turnID: turnID}
+func newRecorder(e *Engine, threadID, turnID string, enabled bool) *recorder {
+	r := &recorder{e: e, threadID: threadID, turnID: turnID}
 	if enabled {
 		r.stopCh, r.done = make(chan struct{}), make(chan struct{})
-		go r.run(every)
+		go r.run(e.cfg.FlushEvery)
 	}
 	return r
 }
@@ -40,7 +38,7 @@ func (r *recorder) add(ev Event) {
 		return
 	}
 	r.mu.Lock()
-	r.buf = append(r.buf, store.TurnEvent{ID: ev.ID, Name: ev.Name(), Data: ev.Data})
+	r.buf = append(r.buf, ev.record())
 	r.mu.Unlock()
 }
 
@@ -71,8 +69,8 @@ func (r *recorder) flush() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.store.AppendTurnEvents(ctx, r.threadID, r.turnID, batch); err != nil {
-		r.log.Warn("logging turn events", "thread_id", r.threadID, "turn_id", r.turnID, "error", err.Error())
+	if err := r.e.store.AppendTurnEvents(ctx, r.threadID, r.turnID, batch); err != nil {
+		r.e.warnStore("logging turn events", err, "thread_id", r.threadID, "turn_id", r.turnID)
 		r.mu.Lock()
 		r.buf = append(batch, r.buf...)
 		r.mu.Unlock()

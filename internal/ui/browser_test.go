@@ -26,6 +26,7 @@ import (
 	"chatd/internal/processor/echo"
 	"chatd/internal/render"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 	"chatd/internal/ui"
 )
 
@@ -55,16 +56,18 @@ func (g gated) Process(ctx context.Context, _ processor.Input, emit processor.Em
 }
 
 // chatdOption changes a test chatd.
-type chatdOption func(*api.Deps, map[string]processor.Processor)
+type chatdOption func(*api.Deps, *turn.Config, map[string]processor.Processor)
 
 // withGate adds the gated processor, released by closing gate.
 func withGate(gate chan struct{}) chatdOption {
-	return func(_ *api.Deps, procs map[string]processor.Processor) { procs["gated"] = gated{open: gate} }
+	return func(_ *api.Deps, _ *turn.Config, procs map[string]processor.Processor) {
+		procs["gated"] = gated{open: gate}
+	}
 }
 
 // withElicitationTTL makes questions expire after d.
 func withElicitationTTL(d time.Duration) chatdOption {
-	return func(deps *api.Deps, _ map[string]processor.Processor) { deps.Config.ElicitationTTL = d }
+	return func(_ *api.Deps, turns *turn.Config, _ map[string]processor.Processor) { turns.ElicitationTTL = d }
 }
 
 // newTestChatd serves the API and the page, with the demo processor pausing
@@ -77,12 +80,14 @@ func newTestChatd(tb testing.TB, auth api.Authenticator, delay time.Duration, op
 		"demo": demo.NewWithDelay(delay),
 		"echo": echo.New(),
 	}
-	deps := api.Deps{Store: st, Auth: auth}
+	deps := api.Deps{Store: st, Auth: auth, Metrics: api.NewMetrics()}
+	turns := turn.DefaultConfig
 	for _, opt := range opts {
-		opt(&deps, procs)
+		opt(&deps, &turns, procs)
 	}
 	reg, err := processor.NewRegistry(procs, "demo")
 	require.NoError(tb, err)
+	deps.Engine = turn.New(turn.Deps{Store: st, Processors: reg, Observer: deps.Metrics, Config: turns})
 	page, err := ui.New(ui.Options{EntityURLTemplate: testEntityURL})
 	require.NoError(tb, err)
 	renderer, err := render.New(render.Options{EntityURLTemplate: testEntityURL})

@@ -15,6 +15,7 @@ import (
 	"chatd/internal/processor"
 	"chatd/internal/processor/echo"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // crossOriginPage is a frontend served from another origin than chatd's: it
@@ -58,7 +59,7 @@ func newCORSChatd(tb testing.TB, origins ...string) *httptest.Server {
 	reg, err := processor.NewRegistry(map[string]processor.Processor{"echo": echo.New()}, "echo")
 	require.NoError(tb, err)
 	srv := httptest.NewServer(api.NewServer(api.Deps{
-		Store: st, Processors: reg, Auth: api.HeaderAuth{Header: "X-Chatd-Principal"},
+		Store: st, Engine: turn.New(turn.Deps{Store: st, Processors: reg}), Processors: reg, Auth: api.HeaderAuth{Header: "X-Chatd-Principal"},
 		Config: api.Config{CORSOrigins: origins, PrincipalHeader: "X-Chatd-Principal"},
 	}))
 	tb.Cleanup(srv.Close)

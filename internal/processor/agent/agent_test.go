@@ -15,13 +15,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"chatd/internal/api"
 	"chatd/internal/blocks"
 	"chatd/internal/elicit"
 	"chatd/internal/processor"
 	"chatd/internal/processor/agent"
 	"chatd/internal/redistest"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 func TestPlainStreamedAnswer(t *testing.T) {
@@ -199,8 +199,8 @@ func TestAskUserPauseResumesOnAnotherInstance(t *testing.T) {
 		textReply("Ordering size M."))
 	// Two instances, each with its own store client and its own agent: the
 	// answer reaches a processor that never saw the question.
-	first := newChatd(t, openRedisStore(t, srv), mustAgent(t, agentConfig(m)), api.DefaultConfig)
-	second := newChatd(t, openRedisStore(t, srv), mustAgent(t, agentConfig(m)), api.DefaultConfig)
+	first := newChatd(t, openRedisStore(t, srv), mustAgent(t, agentConfig(m)), turn.DefaultConfig)
+	second := newChatd(t, openRedisStore(t, srv), mustAgent(t, agentConfig(m)), turn.DefaultConfig)
 	thread := first.mustThread(t)
 
 	paused := first.mustTurn(t, thread, "Order a shirt")
@@ -462,7 +462,7 @@ func TestTimeoutCancelsTheModelCall(t *testing.T) {
 	})
 	st := store.NewMemory(testStoreOpts)
 	t.Cleanup(func() { _ = st.Close() })
-	cfg := api.DefaultConfig
+	cfg := turn.DefaultConfig
 	cfg.TurnTimeout = 500 * time.Millisecond
 	c := newChatd(t, st, mustAgent(t, agentConfig(m)), cfg)
 	status, body := c.turn(t, c.mustThread(t), "hi")

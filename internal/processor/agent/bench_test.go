@@ -16,11 +16,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"chatd/internal/api"
 	"chatd/internal/processor"
 	"chatd/internal/processor/agent"
 	"chatd/internal/processor/echo"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // instantModel answers every request at once with the same stream: the reply
@@ -103,7 +103,7 @@ func newBenchChatd(b *testing.B, baseURL string, client *http.Client) *chatd {
 	b.Cleanup(func() { _ = st.Close() })
 	reg, err := processor.NewRegistry(map[string]processor.Processor{"agent": mustAgent(b, cfg), "echo": echo.New()}, "agent")
 	require.NoError(b, err)
-	srv := httptest.NewServer(api.NewServer(api.Deps{Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: api.DefaultConfig}))
+	srv := httptest.NewServer(newHandler(st, reg, turn.DefaultConfig))
 	b.Cleanup(srv.Close)
 	return &chatd{Server: srv}
 }

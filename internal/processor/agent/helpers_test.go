@@ -22,6 +22,7 @@ import (
 	"chatd/internal/processor/agent"
 	"chatd/internal/processor/echo"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // fakeModel is an in-process OpenAI-compatible Chat Completions endpoint that
@@ -210,13 +211,11 @@ type chatd struct {
 	v *openapitest.Validator
 }
 
-func newChatd(tb testing.TB, st api.Store, a processor.Processor, cfg api.Config) *chatd {
+func newChatd(tb testing.TB, st api.Store, a processor.Processor, cfg turn.Config) *chatd {
 	tb.Helper()
 	reg, err := processor.NewRegistry(map[string]processor.Processor{"agent": a, "echo": echo.New()}, "agent")
 	require.NoError(tb, err)
-	srv := httptest.NewServer(api.NewServer(api.Deps{
-		Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: cfg,
-	}))
+	srv := httptest.NewServer(newHandler(st, reg, cfg))
 	tb.Cleanup(srv.Close)
 	return &chatd{Server: srv, v: openapitest.New(tb)}
 }
@@ -225,7 +224,7 @@ func newMemoryChatd(tb testing.TB, a processor.Processor) *chatd {
 	tb.Helper()
 	st := store.NewMemory(testStoreOpts)
 	tb.Cleanup(func() { _ = st.Close() })
-	return newChatd(tb, st, a, api.DefaultConfig)
+	return newChatd(tb, st, a, turn.DefaultConfig)
 }
 
 // do sends a JSON request and returns the status and the body, checked
@@ -392,4 +391,12 @@ func (e *eventReader) all(tb testing.TB) []sseEvent {
 		require.NoError(tb, err)
 		out = append(out, ev)
 	}
+}
+
+// newHandler is chatd's API on st, with no authentication, its turns run
+// by an engine configured by cfg.
+func newHandler(st api.Store, reg *processor.Registry, cfg turn.Config) http.Handler {
+	metrics := api.NewMetrics()
+	engine := turn.New(turn.Deps{Store: st, Processors: reg, Observer: metrics, Config: cfg})
+	return api.NewServer(api.Deps{Store: st, Engine: engine, Processors: reg, Auth: api.AnonymousAuth{}, Metrics: metrics, Config: api.DefaultConfig})
 }

@@ -15,12 +15,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"chatd/internal/api"
 	"chatd/internal/blocks"
 	"chatd/internal/mcptools"
 	"chatd/internal/processor"
 	"chatd/internal/processor/agent"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // toolModel is an instant in-process model that calls tool on a fresh
@@ -91,7 +91,7 @@ func BenchmarkMCPToolTurn(b *testing.B) {
 			reg, err := processor.NewRegistry(map[string]processor.Processor{
 				"mcp": mustAgent(b, withMCP), "go": mustAgent(b, withGo)}, "go")
 			require.NoError(b, err)
-			chatd := httptest.NewServer(api.NewServer(api.Deps{Store: st, Processors: reg, Auth: api.AnonymousAuth{}, Config: api.DefaultConfig}))
+			chatd := httptest.NewServer(newHandler(st, reg, turn.DefaultConfig))
 			b.Cleanup(chatd.Close)
 
 			client := &http.Client{}

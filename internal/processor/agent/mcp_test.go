@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"chatd/internal/api"
 	"chatd/internal/mcptools"
 	"chatd/internal/processor/agent"
 	"chatd/internal/redistest"
 	"chatd/internal/store"
+	"chatd/internal/turn"
 )
 
 // These tests run agent turns through chatd's API that call MCP servers'
@@ -87,8 +87,8 @@ func TestMCPReferenceServer(t *testing.T) {
 	stA, stB := openRedisStore(t, redisSrv), openRedisStore(t, redisSrv)
 	agentA, mgrA := mcpAgent(t, m, stA, everything)
 	agentB, _ := mcpAgent(t, m, stB, everything)
-	first := newChatd(t, stA, agentA, api.DefaultConfig)
-	second := newChatd(t, stB, agentB, api.DefaultConfig)
+	first := newChatd(t, stA, agentA, turn.DefaultConfig)
+	second := newChatd(t, stB, agentB, turn.DefaultConfig)
 	waitForTool(t, mgrA.Server("everything"), "everything__trigger-elicitation-request")
 	thread := first.mustThread(t)
 
@@ -183,8 +183,8 @@ func TestMCPGoServers(t *testing.T) {
 			stA, stB := openRedisStore(t, redisSrv), openRedisStore(t, redisSrv)
 			agentA, _ := mcpAgent(t, m, stA, server)
 			agentB, _ := mcpAgent(t, m, stB, server)
-			first := newChatd(t, stA, agentA, api.DefaultConfig)
-			second := newChatd(t, stB, agentB, api.DefaultConfig)
+			first := newChatd(t, stA, agentA, turn.DefaultConfig)
+			second := newChatd(t, stB, agentB, turn.DefaultConfig)
 			thread := first.mustThread(t)
 
 			m.add(toolReply("", call{"call_1", "srv__ask", `{}`}), textReply("Hello, Ada."))
@@ -220,8 +220,8 @@ func TestMCPHolderGone(t *testing.T) {
 	stA, stB := openRedisStore(t, redisSrv), openRedisStore(t, redisSrv)
 	agentA, mgrA := mcpAgent(t, m, stA, server)
 	agentB, _ := mcpAgent(t, m, stB, server)
-	first := newChatd(t, stA, agentA, api.DefaultConfig)
-	second := newChatd(t, stB, agentB, api.DefaultConfig)
+	first := newChatd(t, stA, agentA, turn.DefaultConfig)
+	second := newChatd(t, stB, agentB, turn.DefaultConfig)
 	thread := first.mustThread(t)
 
 	m.add(toolReply("", call{"call_1", "srv__ask", `{}`}), textReply("Sorry, that did not work."))

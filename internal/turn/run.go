@@ -1,0 +1,271 @@
+package turn
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync"
+	"time"
+
+	"chatd/internal/blocks"
+	"chatd/internal/processor"
+	"chatd/internal/store"
+)
+
+// Ref names a turn: its thread, the principal the thread belongs to, and
+// the turn's ID.
+type Ref struct {
+	ThreadID  string
+	Principal string
+	TurnID    string
+}
+
+// ID is the turn's ID; for an idempotent retry, the original turn's.
+func (t *Turn) ID() string { return t.ref.TurnID }
+
+// Events returns the turn's events in order, to be ranged over once. For a
+// begun turn, ranging runs it: its start, its deltas when it streams, then
+// turn.completed or error; the error of each pair is nil. The turn does not
+// depend on the consumer: one whose client left, or that stops ranging,
+// still waits while the turn runs to completion, bounded by the turn
+// timeout, and is persisted. For an idempotent retry nothing runs: the
+// events are the original turn.completed, or, when after is the ID of an
+// event the client already has (a stream retried with Last-Event-ID), the
+// original turn's logged events after it while its log lives.
+func (t *Turn) Events(ctx context.Context, after int) iter.Seq2[Event, error] {
+	if t.replay != nil {
+		return t.replayEvents(ctx, after)
+	}
+	return func(yield func(Event, error) bool) {
+		if t.ran.Swap(true) {
+			return
+		}
+		t.run(ctx, &outbox{yield: yield})
+	}
+}
+
+// replayEvents are an idempotent retry's events.
+func (t *Turn) replayEvents(ctx context.Context, after int) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if after >= 0 && blocks.IsCanonicalID(t.ref.TurnID) {
+			first := true
+			for ev, err := range t.e.Events(ctx, t.ref, after) {
+				if first && errors.Is(err, store.ErrTurnNotFound) {
+					break // the log has expired: the result stands for it
+				}
+				if first = false; !yield(ev, err) {
+					return
+				}
+			}
+			if !first {
+				return
+			}
+		}
+		yield(*t.replay, nil)
+	}
+}
+
+// outbox hands a running turn's events to its consumer until the consumer
+// stops ranging; the turn goes on regardless.
+type outbox struct {
+	yield   func(Event, error) bool
+	stopped bool
+}
+
+func (o *outbox) send(ev Event) {
+	if !o.stopped && !o.yield(ev, nil) {
+		o.stopped = true
+	}
+}
+
+// run runs a begun turn to its end, sending out every event.
+func (t *Turn) run(ctx context.Context, out *outbox) {
+	e := t.e
+	thread := t.begun.Thread
+	ctx = context.WithoutCancel(ctx)
+	out.send(t.first)
+
+	// The lease is renewed while the processor runs; if it is lost, the
+	// processor is stopped, since its commit would be refused anyway.
+	leaseCtx, lost := t.keepLease(ctx)
+	rec := newRecorder(e, thread.ID, t.ref.TurnID, t.stream)
+	seq := &sequence{last: 1}
+	deltas := newDeltaQueue(t.stream)
+	emit := func(d processor.Delta) {
+		if !t.stream || (d.Text == "" && len(d.Meta) == 0) {
+			// A turn answered as one body has no use for deltas: they are
+			// neither numbered nor logged, so its log has no gaps.
+			return
+		}
+		data, err := blocks.Marshal(Delta{Text: d.Text, Meta: d.Meta})
+		if err != nil {
+			return
+		}
+		seq.emit(func(id int) {
+			ev := Event{ID: id, Kind: EventDelta, Delta: Delta{Text: d.Text, Meta: d.Meta}, data: data}
+			rec.add(ev)
+			deltas.push(ev)
+		})
+	}
+
+	output, err := t.invoke(leaseCtx, emit, deltas, out)
+	leaseErr := lost()
+	id := seq.close()
+	deltas.drain(out)
+	out.send(t.finish(ctx, output, err, leaseErr, id, rec.stop()))
+}
+
+// finish commits a turn whose processor has answered, or ends it failed,
+// and returns its last event.
+func (t *Turn) finish(ctx context.Context, output processor.Output, err, leaseErr error, id int, logged []store.TurnEvent) Event {
+	e := t.e
+	proc := t.begun.Thread.Processor
+	if leaseErr != nil {
+		// Another turn may hold the thread now: nothing is written, and the
+		// client hears it as the store's failure (503), not the processor's.
+		e.obs.TurnEnded(proc, StatusFailed)
+		return t.lost(ctx, leaseErr, id)
+	}
+	var commit store.Commit
+	var result encodedResult
+	if err == nil {
+		commit, result, err = t.buildCommit(output)
+	}
+	if err != nil {
+		return t.fail(err, id, logged)
+	}
+	last := Event{ID: id, Kind: EventCompleted, Result: result.value, data: result.data}
+	commit.Start, commit.Events = t.first.record(), append(logged, last.record())
+	if err := e.store.CommitTurn(ctx, commit); err != nil {
+		e.obs.TurnEnded(proc, StatusFailed)
+		return t.lost(ctx, err, id)
+	}
+	status := StatusCompleted
+	if commit.Pause != nil {
+		status = StatusInputRequired
+		e.obs.Elicitation(proc, "created")
+	}
+	e.obs.TurnEnded(proc, status)
+	if t.answer != "" {
+		e.obs.Elicitation(proc, answerEvent[t.answer])
+	}
+	return last
+}
+
+// sequence numbers a turn's events. Deltas come from the processor's
+// goroutine; once the turn has taken its last ID, a late delta from a
+// processor abandoned at its timeout is dropped.
+type sequence struct {
+	mu     sync.Mutex
+	last   int
+	closed bool
+}
+
+// emit runs send with the next ID, unless the sequence is closed; sends are
+// serialized.
+func (s *sequence) emit(send func(id int)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.last++
+	send(s.last)
+}
+
+// close returns the ID of the turn's last event and drops later emits.
+func (s *sequence) close() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return s.last + 1
+}
+
+// deltaQueue carries a streamed turn's deltas from the processor's
+// goroutine to the consumer's, so the processor never waits for the
+// consumer and the consumer is only ever called from its own goroutine.
+type deltaQueue struct {
+	mu    sync.Mutex
+	queue []Event
+	ready chan struct{} // has deltas; capacity 1; nil when the turn does not stream
+	// spare is the last drained batch, reused as the next queue; only
+	// drain touches it.
+	spare []Event
+}
+
+func newDeltaQueue(stream bool) *deltaQueue {
+	q := &deltaQueue{}
+	if stream {
+		q.ready = make(chan struct{}, 1)
+	}
+	return q
+}
+
+func (q *deltaQueue) push(ev Event) {
+	q.mu.Lock()
+	q.queue = append(q.queue, ev)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// drain sends out what is queued, in order. It is called from the
+// consumer's goroutine only.
+func (q *deltaQueue) drain(out *outbox) {
+	q.mu.Lock()
+	batch := q.queue
+	q.queue = q.spare[:0]
+	q.mu.Unlock()
+	for _, ev := range batch {
+		out.send(ev)
+	}
+	clear(batch)
+	q.spare = batch
+}
+
+// fail ends a turn whose processor failed: nothing is appended to history,
+// the lock is released and the error event logged with the release.
+func (t *Turn) fail(err error, id int, logged []store.TurnEvent) Event {
+	ev := failedEvent(id, processorFailure(err))
+	t.release(append(logged, ev.record()))
+	t.e.obs.TurnEnded(t.begun.Thread.Processor, StatusFailed)
+	return ev
+}
+
+// lost ends a turn whose commit failed (its lock was lost, the thread was
+// deleted, the store is unreachable). The error event is logged on its own,
+// so a reattached client learns the turn is over.
+func (t *Turn) lost(ctx context.Context, err error, id int) Event {
+	ev := failedEvent(id, storeFailure(err))
+	logCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if lerr := t.e.store.AppendTurnEvents(logCtx, t.ref.ThreadID, t.ref.TurnID, []store.TurnEvent{ev.record()}); lerr != nil {
+		t.e.warnStore("logging a turn's error event", lerr, "thread_id", t.ref.ThreadID, "turn_id", t.ref.TurnID)
+	}
+	return ev
+}
+
+// failedEvent is a turn's error event.
+func failedEvent(id int, f *Failure) Event {
+	data, err := blocks.Marshal(f)
+	if err != nil {
+		f = &Failure{Code: CodeInternal, Detail: "internal error", Err: err}
+		data, _ = blocks.Marshal(f)
+	}
+	return Event{ID: id, Kind: EventError, Failure: f, data: data}
+}
+
+// release aborts a begun turn, logging events. A failed release is
+// harmless: the lock expires with its TTL.
+func (t *Turn) release(events []store.TurnEvent) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := t.e.store.Release(ctx, store.ReleaseTurn{
+		ThreadID: t.ref.ThreadID, LockToken: t.begun.LockToken, TurnID: t.ref.TurnID, Start: t.first.record(), Events: events,
+	})
+	if err != nil {
+		t.e.warnStore("releasing turn lock", err, "thread_id", t.ref.ThreadID)
+	}
+}
