@@ -349,3 +349,31 @@ func TestRunServesThePage(t *testing.T) {
 		}
 	})
 }
+
+// TestCORSAllowsThePrincipalHeaderInEveryMode: a browser's preflight that
+// lists the principal header among the headers it will send is answered
+// for the configured origin whatever the auth mode, as it is in header
+// mode (a page built for a gateway still sends it).
+func TestCORSAllowsThePrincipalHeaderInEveryMode(t *testing.T) {
+	const origin = "http://app.localhost:3000"
+	for _, mode := range []map[string]string{
+		{"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS": "alice:alices-key"},
+		{"CHATD_AUTH_MODE": "header"},
+		{"CHATD_AUTH_MODE": "none"},
+	} {
+		t.Run(mode["CHATD_AUTH_MODE"], func(t *testing.T) {
+			mode["CHATD_CORS_ORIGINS"] = origin
+			base, _, _ := startRun(t, mode)
+			req, err := http.NewRequest(http.MethodOptions, base+"/v1/threads", nil)
+			require.NoError(t, err)
+			req.Header.Set("Origin", origin)
+			req.Header.Set("Access-Control-Request-Method", http.MethodPost)
+			req.Header.Set("Access-Control-Request-Headers", "authorization,content-type,x-chatd-principal")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			assert.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
+			assert.Contains(t, strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers")), "x-chatd-principal")
+		})
+	}
+}

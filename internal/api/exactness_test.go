@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -441,4 +442,36 @@ func TestExpiredCountedOnce(t *testing.T) {
 		assert.Equal(t, `chatd_elicitations_total{event="expired",processor="echo"} 1`,
 			short.metricLine(t, `chatd_elicitations_total{event="expired"`))
 	})
+}
+
+// TestJSONTurnWhoseClientLeftIs499: a JSON turn whose client gives up
+// before the answer still runs to completion and is saved, and its request
+// is counted and logged as 499, not as a 200 nobody read.
+func TestJSONTurnWhoseClientLeftIs499(t *testing.T) {
+	ts := newTestServer(t)
+	thread := ts.mustCreateThread(t, alice, "echo")
+	ctx, leave := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+turnPath(thread), strings.NewReader(`{"message":"/slow 1000 a b"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(principalHeader, alice)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		done <- err
+	}()
+	waitFor(t, "the turn to run", func() bool { return ts.mustThread(t, alice, thread).RunningTurn != nil })
+	leave()
+	require.Error(t, <-done, "the client gave up before the turn ended")
+
+	const route = `method="POST",route="/v1/threads/{thread_id}/turns"`
+	waitFor(t, "the request to be counted as 499", func() bool {
+		return ts.metricLine(t, `chatd_http_request_duration_seconds_count{code="499",`+route) != ""
+	})
+	assert.Equal(t, "", ts.metricLine(t, `chatd_http_request_duration_seconds_count{code="200",`+route))
+	waitFor(t, "the turn to be saved", func() bool { return len(ts.mustHistory(t, alice, thread)) == 2 })
+	assert.Equal(t, "a b", ts.mustHistory(t, alice, thread)[1].Message)
 }

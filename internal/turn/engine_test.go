@@ -1,10 +1,14 @@
 package turn_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"iter"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -213,4 +217,53 @@ func TestEventsOfAnUnknownTurn(t *testing.T) {
 		require.Len(t, errs, 1)
 		assert.True(t, errors.Is(errs[0], store.ErrTurnNotFound) || errors.Is(errs[0], store.ErrNotFound), errs[0])
 	}
+}
+
+// downStore is a store that has gone away after the turns began: every
+// write fails as an outage does.
+type downStore struct{ *countingStore }
+
+func (downStore) CommitTurn(context.Context, store.Commit) error {
+	return fmt.Errorf("commit: %w", store.ErrUnavailable)
+}
+
+func (downStore) AppendTurnEvents(context.Context, string, string, []store.TurnEvent) error {
+	return fmt.Errorf("append: %w", store.ErrUnavailable)
+}
+
+// TestStoreOutageWarningsAreThrottled: when the store goes away, every
+// running turn fails to log its error event, and the engine says so in at
+// most one line a second, with the count of the lines it held back.
+func TestStoreOutageWarningsAreThrottled(t *testing.T) {
+	const turns = 20
+	var logs bytes.Buffer
+	base := &countingStore{Memory: store.NewMemory(store.Options{})}
+	reg, err := processor.NewRegistry(map[string]processor.Processor{"p": chatty{n: 1}}, "p")
+	require.NoError(t, err)
+	e := turn.New(turn.Deps{Store: downStore{base}, Processors: reg, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	var begun []*turn.Turn
+	for range turns {
+		th := store.Thread{ID: blocks.NewID(), Owner: "alice", Processor: "p"}
+		require.NoError(t, base.CreateThread(context.Background(), th))
+		tr, err := e.Begin(context.Background(), turn.Plain{ThreadID: th.ID, Principal: "alice",
+			Message: blocks.NewMessage(blocks.RoleUser, "go", nil, nil), Stream: true})
+		require.NoError(t, err)
+		begun = append(begun, tr)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, tr := range begun {
+		wg.Go(func() {
+			events := collect(t, tr.Events(context.Background(), -1))
+			assert.Equal(t, turn.CodeStoreUnavailable, events[len(events)-1].Failure.Code)
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.NotEmpty(t, lines[0], "the outage is logged")
+	assert.LessOrEqual(t, len(lines), int(elapsed/time.Second)+1, "at most one line a second over %s: %s", elapsed, logs.String())
+	assert.Contains(t, lines[0], `"msg":"logging a turn's error event"`)
+	assert.Contains(t, lines[0], `"suppressed":0`)
 }
