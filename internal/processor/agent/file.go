@@ -238,70 +238,70 @@ func (p *fileParser) list(n *yaml.Node, field string, fn func(item *yaml.Node, f
 
 func (p *fileParser) agent(n *yaml.Node, field string) FileAgent {
 	a := FileAgent{Line: n.Line, Config: Config{MaxSteps: DefaultMaxSteps, HistoryWindow: DefaultHistoryWindow, AskUser: true}}
-	var hasName, hasBase, hasModel bool
+	set := map[string]bool{}
 	p.fields(n, field, func(key string, v *yaml.Node, field string) bool {
-		switch key {
-		case "name":
-			a.Name, hasName = p.ident(v, field), true
-		case "description":
-			a.Config.Description = p.str(v, field)
-		case "base_url":
-			hasBase = true
-			a.Config.BaseURL = p.str(v, field)
-			if u, err := url.Parse(a.Config.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				p.errorf(v, field, "want an http or https URL with /v1, such as http://127.0.0.1:11434/v1")
-			}
-		case "model":
-			hasModel = true
-			if a.Config.Model = p.str(v, field); strings.TrimSpace(a.Config.Model) == "" && v.Kind == yaml.ScalarNode {
-				p.errorf(v, field, "must not be empty")
-			}
-		case "api_key_env":
-			env := p.str(v, field)
-			if env == "" {
-				break
-			}
-			if a.Config.APIKey = p.getenv(env); a.Config.APIKey == "" {
-				p.errorf(v, field, "the variable %s is not set", env)
-			}
-		case "system_prompt":
-			a.Config.SystemPrompt = p.str(v, field)
-		case "max_steps":
-			if n, ok := p.int(v, field); ok && n < 1 {
-				p.errorf(v, field, "must be at least 1")
-			} else {
-				a.Config.MaxSteps = n
-			}
-		case "history_window":
-			if n, ok := p.int(v, field); ok && n < 0 {
-				p.errorf(v, field, "must not be negative")
-			} else {
-				a.Config.HistoryWindow = n
-			}
-		case "temperature":
-			if t, ok := p.float(v, field); ok && (t < 0 || t > 2) {
-				p.errorf(v, field, "must be between 0 and 2")
-			} else {
-				a.Config.Temperature = &t
-			}
-		case "tools":
-			p.tools(v, field, &a)
-		default:
-			return false
-		}
-		return true
+		set[key] = true
+		return p.agentField(&a, key, v, field)
 	})
 	if n.Kind == yaml.MappingNode {
-		for _, req := range []struct {
-			has  bool
-			name string
-		}{{hasName, "name"}, {hasBase, "base_url"}, {hasModel, "model"}} {
-			if !req.has {
-				p.errorf(n, field+"."+req.name, "required")
+		for _, name := range []string{"name", "base_url", "model"} {
+			if !set[name] {
+				p.errorf(n, field+"."+name, "required")
 			}
 		}
 	}
 	return a
+}
+
+// agentField reads one field of an agent; false for a field agents do not
+// have.
+func (p *fileParser) agentField(a *FileAgent, key string, v *yaml.Node, field string) bool {
+	switch key {
+	case "name":
+		a.Name = p.ident(v, field)
+	case "description":
+		a.Config.Description = p.str(v, field)
+	case "base_url":
+		a.Config.BaseURL = p.str(v, field)
+		if u, err := url.Parse(a.Config.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.errorf(v, field, "want an http or https URL with /v1, such as http://127.0.0.1:11434/v1")
+		}
+	case "model":
+		if a.Config.Model = p.str(v, field); strings.TrimSpace(a.Config.Model) == "" && v.Kind == yaml.ScalarNode {
+			p.errorf(v, field, "must not be empty")
+		}
+	case "api_key_env":
+		if env := p.str(v, field); env != "" {
+			if a.Config.APIKey = p.getenv(env); a.Config.APIKey == "" {
+				p.errorf(v, field, "the variable %s is not set", env)
+			}
+		}
+	case "system_prompt":
+		a.Config.SystemPrompt = p.str(v, field)
+	case "max_steps":
+		if n, ok := p.int(v, field); ok && n < 1 {
+			p.errorf(v, field, "must be at least 1")
+		} else {
+			a.Config.MaxSteps = n
+		}
+	case "history_window":
+		if n, ok := p.int(v, field); ok && n < 0 {
+			p.errorf(v, field, "must not be negative")
+		} else {
+			a.Config.HistoryWindow = n
+		}
+	case "temperature":
+		if t, ok := p.float(v, field); ok && (t < 0 || t > 2) {
+			p.errorf(v, field, "must be between 0 and 2")
+		} else {
+			a.Config.Temperature = &t
+		}
+	case "tools":
+		p.tools(v, field, a)
+	default:
+		return false
+	}
+	return true
 }
 
 func (p *fileParser) tools(n *yaml.Node, field string, a *FileAgent) {
@@ -366,31 +366,36 @@ func (p *fileParser) server(n *yaml.Node, field string) MCPServer {
 		}
 		return true
 	})
-	if n.Kind != yaml.MappingNode {
-		return s
+	if n.Kind == yaml.MappingNode {
+		if set["name"] == nil {
+			p.errorf(n, field+".name", "required")
+		}
+		p.checkTransport(n, field, s.Transport, transportNode, set)
 	}
-	if set["name"] == nil {
-		p.errorf(n, field+".name", "required")
-	}
-	// Each transport has its own fields; the other's are a mistake, not
-	// something to ignore.
+	return s
+}
+
+// checkTransport checks a server's fields against its transport: each
+// transport has its own fields, and the other's are a mistake, not
+// something to ignore.
+func (p *fileParser) checkTransport(n *yaml.Node, field, transport string, transportNode *yaml.Node, set map[string]*yaml.Node) {
 	only := map[string][]string{
 		TransportStdio:          {"command", "args", "env"},
 		TransportStreamableHTTP: {"url", "headers"},
 	}
 	required := map[string]string{TransportStdio: "command", TransportStreamableHTTP: "url"}
-	switch s.Transport {
+	switch transport {
 	case TransportStdio, TransportStreamableHTTP:
-		if set[required[s.Transport]] == nil {
-			p.errorf(transportNode, field+"."+required[s.Transport], "required with transport %s", s.Transport)
+		if set[required[transport]] == nil {
+			p.errorf(transportNode, field+"."+required[transport], "required with transport %s", transport)
 		}
 		for t, keys := range only {
-			if t == s.Transport {
+			if t == transport {
 				continue
 			}
 			for _, k := range keys {
 				if v := set[k]; v != nil {
-					p.errorf(v, field+"."+k, "is for transport %s, not %s", t, s.Transport)
+					p.errorf(v, field+"."+k, "is for transport %s, not %s", t, transport)
 				}
 			}
 		}
@@ -399,7 +404,6 @@ func (p *fileParser) server(n *yaml.Node, field string) MCPServer {
 			p.errorf(n, field+".transport", "required: stdio or streamable-http")
 		}
 	}
-	return s
 }
 
 func (p *fileParser) scalar(n *yaml.Node, field, want string) bool {

@@ -160,6 +160,39 @@ type modelReply struct {
 // what the model did, or ctx's error.
 func (m chatModel) stream(ctx context.Context, system []byte, conv []message, tools json.RawMessage,
 	onText func(string)) (modelReply, error) {
+	events, err := m.open(ctx, system, conv, tools)
+	if err != nil {
+		return modelReply{}, err
+	}
+	defer events.Close()
+	var r replyReader
+	for events.Next() {
+		event := events.Event()
+		if bytes.HasPrefix(event.Data, []byte("[DONE]")) {
+			break
+		}
+		if err := r.read(event, onText); err != nil {
+			return modelReply{}, err
+		}
+	}
+	if err := events.Err(); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return modelReply{}, ctxErr
+		}
+		return modelReply{}, modelFailure(err)
+	}
+	if !r.finished {
+		// Every compatible server ends a choice with a finish reason; a
+		// stream that stops without one was cut off (the model or a proxy
+		// died), and its text is not the whole answer.
+		return modelReply{}, &processor.Error{Detail: "the model's stream ended before its answer was complete",
+			Err: errors.New("stream ended without a finish_reason")}
+	}
+	return modelReply{text: r.text.String(), calls: r.calls.calls()}, nil
+}
+
+// open sends the model its request and returns the stream of its answer.
+func (m chatModel) open(ctx context.Context, system []byte, conv []message, tools json.RawMessage) (ssestream.Decoder, error) {
 	var raw *http.Response
 	err := m.client.Post(ctx, "chat/completions", json.RawMessage(m.request(system, conv, tools)), &raw)
 	var events ssestream.Decoder
@@ -170,63 +203,50 @@ func (m chatModel) stream(ctx context.Context, system []byte, conv []message, to
 	}
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return modelReply{}, ctxErr
+			return nil, ctxErr
 		}
-		return modelReply{}, modelFailure(err)
+		return nil, modelFailure(err)
 	}
-	defer events.Close()
+	return events, nil
+}
 
-	var text strings.Builder
-	var acc callAccumulator
-	finished := false
-	for events.Next() {
-		event := events.Event()
-		if bytes.HasPrefix(event.Data, []byte("[DONE]")) {
-			break
+// replyReader gathers a model's streamed answer, chunk by chunk.
+type replyReader struct {
+	text     strings.Builder
+	calls    callAccumulator
+	finished bool
+}
+
+// read takes one chunk of the stream, handing its text to onText.
+func (r *replyReader) read(event ssestream.Event, onText func(string)) error {
+	// The chunks are decoded here rather than by the client library's
+	// stream, which uses encoding/json: segmentio's decoder reads the same
+	// JSON into the same types, with encoding/json's errors, in about a
+	// third of the time, and chunks are most of what an agent turn decodes.
+	var chunk wireChunk
+	if err := segjson.Unmarshal(event.Data, &chunk); err != nil {
+		return modelFailure(err)
+	}
+	if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
+		return modelFailure(&ssestream.StreamError{Event: event,
+			Message: "received error while streaming: " + errorText(chunk.Error)})
+	}
+	for _, choice := range chunk.Choices {
+		if choice.Index != 0 {
+			continue // chatd asks for one choice
 		}
-		// The chunks are decoded here rather than by the client library's
-		// stream, which uses encoding/json: segmentio's decoder reads the
-		// same JSON into the same types, with encoding/json's errors, in
-		// about a third of the time, and chunks are most of what an agent
-		// turn decodes.
-		var chunk wireChunk
-		if err := segjson.Unmarshal(event.Data, &chunk); err != nil {
-			return modelReply{}, modelFailure(err)
+		if d := choice.Delta.Content; d != "" {
+			r.text.WriteString(d)
+			onText(d)
 		}
-		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
-			return modelReply{}, modelFailure(&ssestream.StreamError{Event: event,
-				Message: "received error while streaming: " + errorText(chunk.Error)})
+		for _, tc := range choice.Delta.ToolCalls {
+			r.calls.add(tc)
 		}
-		for _, choice := range chunk.Choices {
-			if choice.Index != 0 {
-				continue // chatd asks for one choice
-			}
-			if d := choice.Delta.Content; d != "" {
-				text.WriteString(d)
-				onText(d)
-			}
-			for _, tc := range choice.Delta.ToolCalls {
-				acc.add(tc)
-			}
-			if choice.FinishReason != nil && *choice.FinishReason != "" {
-				finished = true
-			}
+		if choice.FinishReason != nil && *choice.FinishReason != "" {
+			r.finished = true
 		}
 	}
-	if err := events.Err(); err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return modelReply{}, ctxErr
-		}
-		return modelReply{}, modelFailure(err)
-	}
-	if !finished {
-		// Every compatible server ends a choice with a finish reason; a
-		// stream that stops without one was cut off (the model or a proxy
-		// died), and its text is not the whole answer.
-		return modelReply{}, &processor.Error{Detail: "the model's stream ended before its answer was complete",
-			Err: errors.New("stream ended without a finish_reason")}
-	}
-	return modelReply{text: text.String(), calls: acc.calls()}, nil
+	return nil
 }
 
 // callAccumulator assembles streamed tool calls. Chunks carry a call's ID and
