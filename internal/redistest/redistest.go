@@ -243,6 +243,41 @@ func (p *Process) removeDir() {
 
 // start runs redis-server on p.port and waits until it is ready; on failure
 // nothing of the attempt is left running.
+// serverArgs are redis-server's arguments for p.
+func (p *Process) serverArgs() ([]string, error) {
+	args := []string{
+		"--port", strconv.Itoa(p.port),
+		"--bind", "127.0.0.1",
+		"--protected-mode", "yes",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", p.Dir(),
+		"--daemonize", "no",
+	}
+	if p.sentinel != nil {
+		conf, err := p.sentinel.writeConfig(p.Dir())
+		if err != nil {
+			return nil, err
+		}
+		args = append([]string{conf, "--sentinel"}, args...)
+	}
+	if p.clusterNode {
+		// The cluster bus needs a port of its own (by default port+10000,
+		// which may be taken or out of range); nodes.conf in dir keeps the
+		// slot assignment across Restart.
+		if p.busPort == 0 {
+			var err error
+			if p.busPort, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(p.busPort))
+	}
+	args = append(args, p.args...)
+	return args, nil
+}
+
 func (p *Process) start(ctx context.Context) (err error) {
 	if p.ownDir && p.Dir() == "" {
 		dir, err := os.MkdirTemp("", "chatd-redis-")
@@ -258,35 +293,10 @@ func (p *Process) start(ctx context.Context) (err error) {
 			p.removeDir()
 		}
 	}()
-	args := []string{
-		"--port", strconv.Itoa(p.port),
-		"--bind", "127.0.0.1",
-		"--protected-mode", "yes",
-		"--save", "",
-		"--appendonly", "no",
-		"--dir", p.Dir(),
-		"--daemonize", "no",
+	args, err := p.serverArgs()
+	if err != nil {
+		return err
 	}
-	if p.sentinel != nil {
-		conf, err := p.sentinel.writeConfig(p.Dir())
-		if err != nil {
-			return err
-		}
-		args = append([]string{conf, "--sentinel"}, args...)
-	}
-	if p.clusterNode {
-		// The cluster bus needs a port of its own (by default port+10000,
-		// which may be taken or out of range); nodes.conf in dir keeps the
-		// slot assignment across Restart.
-		if p.busPort == 0 {
-			if p.busPort, err = freePort(); err != nil {
-				return err
-			}
-		}
-		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(p.busPort))
-	}
-	args = append(args, p.args...)
 	log := &syncBuffer{}
 	cmd := exec.Command(p.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log

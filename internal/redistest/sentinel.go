@@ -83,45 +83,14 @@ func LaunchSentinel(ctx context.Context, opts SentinelOptions) (_ *Sentinel, err
 			s.Stop()
 		}
 	}()
-	subdir := func(name string) (string, error) {
-		d := filepath.Join(dir, name)
-		return d, os.Mkdir(d, 0o700)
-	}
 	args := append([]string{"--repl-diskless-sync-delay", "0"}, opts.Args...)
-	masterDir, err := subdir("master")
+	master, err := s.launchPair(ctx, bin, args)
 	if err != nil {
-		return nil, err
-	}
-	master, err := Launch(ctx, Options{Bin: bin, Dir: masterDir, Args: args})
-	if err != nil {
-		return nil, fmt.Errorf("master: %w", err)
-	}
-	s.servers = append(s.servers, master)
-	replicaDir, err := subdir("replica")
-	if err != nil {
-		return nil, err
-	}
-	replica, err := Launch(ctx, Options{Bin: bin, Dir: replicaDir,
-		Args: append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.port)}, args...)})
-	if err != nil {
-		return nil, fmt.Errorf("replica: %w", err)
-	}
-	s.servers = append(s.servers, replica)
-	if err := waitFor(ctx, "the replica to sync", func() (string, error) {
-		info, err := command(ctx, master.Addr(), "INFO", "replication")
-		if err != nil {
-			return err.Error(), nil
-		}
-		if !strings.Contains(info, "state=online") {
-			return "replica not online", nil
-		}
-		return "", nil
-	}); err != nil {
 		return nil, err
 	}
 	spec := &sentinelSpec{masterPort: master.port, downAfter: opts.DownAfter}
 	for i := range 3 {
-		d, err := subdir("sentinel" + strconv.Itoa(i))
+		d, err := s.subdir("sentinel" + strconv.Itoa(i))
 		if err != nil {
 			return nil, err
 		}
@@ -135,6 +104,46 @@ func LaunchSentinel(ctx context.Context, opts SentinelOptions) (_ *Sentinel, err
 		return nil, err
 	}
 	return s, nil
+}
+
+// subdir makes a directory of the set-up's own.
+func (s *Sentinel) subdir(name string) (string, error) {
+	d := filepath.Join(s.dir, name)
+	return d, os.Mkdir(d, 0o700)
+}
+
+// launchPair starts the master and its replica, and waits for the replica
+// to sync.
+func (s *Sentinel) launchPair(ctx context.Context, bin string, args []string) (*Process, error) {
+	masterDir, err := s.subdir("master")
+	if err != nil {
+		return nil, err
+	}
+	master, err := Launch(ctx, Options{Bin: bin, Dir: masterDir, Args: args})
+	if err != nil {
+		return nil, fmt.Errorf("master: %w", err)
+	}
+	s.servers = append(s.servers, master)
+	replicaDir, err := s.subdir("replica")
+	if err != nil {
+		return nil, err
+	}
+	replica, err := Launch(ctx, Options{Bin: bin, Dir: replicaDir,
+		Args: append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.port)}, args...)})
+	if err != nil {
+		return nil, fmt.Errorf("replica: %w", err)
+	}
+	s.servers = append(s.servers, replica)
+	return master, waitFor(ctx, "the replica to sync", func() (string, error) {
+		info, err := command(ctx, master.Addr(), "INFO", "replication")
+		if err != nil {
+			return err.Error(), nil
+		}
+		if !strings.Contains(info, "state=online") {
+			return "replica not online", nil
+		}
+		return "", nil
+	})
 }
 
 // WaitHealthy waits until every running Sentinel agrees on the master, knows
