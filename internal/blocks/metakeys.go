@@ -18,12 +18,14 @@ const (
 	MetaElicitationID     = "drupal.org/ai.elicitation_id"
 	MetaWidgets           = "drupal.org/ai.widgets"
 	MetaElicitationResult = "drupal.org/ai.elicitation_result"
+	// chatd's additions to the keys of the design it follows.
+	MetaStopped = "drupal.org/ai.stopped"
 )
 
 // RegisteredKeys lists every _meta key chatd defines, in documentation order.
 var RegisteredKeys = []string{
 	MetaCitations, MetaSuggestedReplies, MetaEntity, MetaToolCall, MetaStructuredContent,
-	MetaStatusItem, MetaElicitationID, MetaWidgets, MetaElicitationResult,
+	MetaStatusItem, MetaElicitationID, MetaWidgets, MetaElicitationResult, MetaStopped,
 }
 
 // RecordKeys are the _meta keys with which chatd records the elicitation

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"chatd/internal/blocks"
 	"chatd/internal/elicit"
@@ -29,12 +30,27 @@ type Processor interface {
 	// Process runs one turn. It calls emit for each text delta it streams (the
 	// concatenated deltas should equal Output.Text) and returns the final
 	// output, or an error that fails the turn with nothing persisted. It must
-	// honour ctx: the turn timeout cancels it. (A client going away or the
-	// server shutting down does not: the turn finishes and is persisted.)
-	// A processor that ignores ctx is abandoned at the timeout and its
-	// output discarded.
+	// honour ctx: the turn timeout cancels it, and so does the user stopping
+	// the turn, with ErrStopped as its cause (see Stopped). (A client going
+	// away or the server shutting down does not: the turn finishes and is
+	// persisted.) A processor that ignores ctx is abandoned at the timeout
+	// and its output discarded.
 	Process(ctx context.Context, in Input, emit Emit) (Output, error)
 }
+
+// ErrStopped is the cause (context.Cause) of a turn's context when the user
+// stopped the turn, as opposed to context.DeadlineExceeded for the turn
+// timeout. A stopped processor should stop spending (abort its model call,
+// cancel its tool calls) and return what it has: what it returns within
+// StopGrace is kept, marked stopped; after that, or on an error, chatd keeps
+// the text it streamed.
+var ErrStopped = errors.New("the user stopped the turn")
+
+// StopGrace is how long a stopped processor has to return its output.
+const StopGrace = 2 * time.Second
+
+// Stopped reports whether ctx ended because the user stopped the turn.
+func Stopped(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrStopped) }
 
 // HistoryWindower is implemented by a processor that reads fewer history
 // messages than the configured window, or none: chatd then fetches only that

@@ -25,6 +25,10 @@ type Plain struct {
 	// body has no use for them, and they are then neither emitted nor
 	// logged.
 	Stream bool
+	// StopOnDisconnect stops the turn when the consumer's context ends
+	// before the turn does (its client went away); otherwise the turn runs
+	// on, to be reattached to.
+	StopOnDisconnect bool
 }
 
 // Answer asks for the turn that answers a pending elicitation.
@@ -35,8 +39,9 @@ type Answer struct {
 	Result        elicit.Result
 	// Meta is the answer's own _meta, kept on the recorded message.
 	Meta map[string]any
-	// Stream asks for the turn's deltas, as in Plain.
-	Stream bool
+	// Stream and StopOnDisconnect are as in Plain.
+	Stream           bool
+	StopOnDisconnect bool
 }
 
 // Turn is a begun turn, read through Events: its lock is held until the
@@ -50,6 +55,11 @@ type Turn struct {
 	// turn that runs.
 	replay *Event
 	ran    atomic.Bool
+	// stopper stops the turn; unregister ends its registration.
+	stopper          *stopper
+	unregister       func()
+	stopOnDisconnect bool
+	stopped          bool // set once a stop decided the turn's outcome
 
 	// first is the turn's first event, encoded once for the store's begin,
 	// its commit or release, and the consumer.
@@ -72,11 +82,15 @@ func (e *Engine) Begin(ctx context.Context, p Plain) (*Turn, error) {
 	if err != nil {
 		return nil, err
 	}
+	stopper, unregister := e.stoppable(ctx, start.TurnID)
 	begun, err := e.store.BeginTurn(ctx, store.BeginTurn{
 		ThreadID: p.ThreadID, Principal: p.Principal, IdempotencyKey: p.IdempotencyKey,
 		LockTTL: e.cfg.LockLease, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
 		Turn: store.TurnBegin{ID: start.TurnID, Fingerprint: p.Fingerprint, Start: first.record()},
 	})
+	if err != nil || begun.Replay != nil {
+		unregister()
+	}
 	var running *store.RunningError
 	if errors.As(err, &running) && running.Fingerprint != p.Fingerprint {
 		return nil, ErrIdempotencyConflict
@@ -91,6 +105,7 @@ func (e *Engine) Begin(ctx context.Context, p Plain) (*Turn, error) {
 		return e.replayed(p, begun.Replay.Result), nil
 	}
 	t := &Turn{e: e, ref: Ref{ThreadID: p.ThreadID, Principal: p.Principal, TurnID: start.TurnID}, stream: p.Stream,
+		stopper: stopper, unregister: unregister, stopOnDisconnect: p.StopOnDisconnect,
 		first: first, begun: begun, userMsg: p.Message, input: processor.Input{Message: &p.Message}}
 	if p.IdempotencyKey != "" {
 		t.idempotency = &store.Idempotency{Principal: p.Principal, Key: p.IdempotencyKey, Fingerprint: p.Fingerprint}
@@ -130,6 +145,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 	if err != nil {
 		return nil, err
 	}
+	stopper, unregister := e.stoppable(ctx, start.TurnID)
 	begun, err := e.store.BeginResume(ctx, store.BeginResume{
 		ThreadID: a.ThreadID, Principal: a.Principal, ElicitationID: a.ElicitationID,
 		LockTTL: e.cfg.LockLease, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
@@ -141,9 +157,11 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 		e.obs.Elicitation(thread.Processor, "expired")
 	}
 	if err != nil {
+		unregister()
 		return nil, err
 	}
 	t := &Turn{e: e, ref: Ref{ThreadID: a.ThreadID, Principal: a.Principal, TurnID: start.TurnID}, stream: a.Stream,
+		stopper: stopper, unregister: unregister, stopOnDisconnect: a.StopOnDisconnect,
 		first: first, begun: begun, consumed: a.ElicitationID, answer: a.Result.Action}
 	if request == nil {
 		// Defensive: a claim implies the read above saw this elicitation
@@ -151,6 +169,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 		// but the request is taken from the claim if the read missed it.
 		if request, err = decodeAndValidate(begun.Pending.Request, a.Result); err != nil {
 			t.release(nil)
+			unregister()
 			return nil, err
 		}
 	}
@@ -162,6 +181,17 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 	}
 	t.input = processor.Input{Resume: &processor.Resume{Request: request, Result: a.Result, State: begun.Pending.State}}
 	return t, nil
+}
+
+// stoppable registers a turn about to begin, so a stop can reach it from
+// the moment the store shows it running. The turn's instance listens for
+// stops first; if it cannot yet (the store is unreachable), the turn can
+// still be stopped from this instance, and the next turn tries again.
+func (e *Engine) stoppable(ctx context.Context, turnID string) (*stopper, func()) {
+	if err := e.listenForStops(ctx); err != nil {
+		e.warnStore("listening for stops", err)
+	}
+	return e.stops.register(turnID)
 }
 
 // replayed is the Turn of an idempotent retry of a finished turn: its

@@ -97,9 +97,12 @@ func (c Config) withDefaults() Config {
 type Deps struct {
 	Store      Store
 	Processors *processor.Registry
-	Observer   Observer
-	Logger     *slog.Logger
-	Config     Config
+	// Relay carries stops to the instance running the turn; nil stops only
+	// the turns of this instance (one instance, the embedded store).
+	Relay    Relay
+	Observer Observer
+	Logger   *slog.Logger
+	Config   Config
 }
 
 // Engine begins and runs turns, and reads their events back.
@@ -116,13 +119,15 @@ type Engine struct {
 	// outside a request's answer: during an outage every running turn
 	// meets one.
 	storeWarnings *throttle.Log
+	relay         Relay
+	stops         stops
 }
 
 // New returns an engine. Observer and Logger may be nil; unset durations of
 // the Config take DefaultConfig's.
 func New(d Deps) *Engine {
 	e := &Engine{store: d.Store, processors: d.Processors, obs: d.Observer, log: d.Logger, cfg: d.Config.withDefaults(),
-		storeWarnings: throttle.NewLog(time.Second)}
+		storeWarnings: throttle.NewLog(time.Second), relay: d.Relay}
 	if e.obs == nil {
 		e.obs = nopObserver{}
 	}

@@ -161,6 +161,7 @@ type StructuredResponse struct {
 const (
 	StatusCompleted     = "completed"
 	StatusInputRequired = "input_required"
+	StatusStopped       = "stopped"
 	StatusFailed        = "failed"
 )
 

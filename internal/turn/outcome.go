@@ -29,6 +29,8 @@ func (t *Turn) invoke(ctx context.Context, emit processor.Emit, deltas *deltaQue
 	}
 	procCtx, cancel := context.WithTimeout(ctx, t.e.processorBudget())
 	defer cancel()
+	procCtx, stop := t.stopper.attach(procCtx)
+	defer stop()
 	t.input.ThreadID, t.input.Principal, t.input.History = thread.ID, thread.Owner, t.begun.History
 	return invoke(procCtx, proc, t.input, emit, deltas, out)
 }
@@ -61,19 +63,40 @@ func invoke(ctx context.Context, proc processor.Processor, in processor.Input, e
 		}()
 		o.out, o.err = proc.Process(ctx, in, emit)
 	}()
+	ended := ctx.Done()
+	var grace <-chan time.Time
 	for {
 		select {
 		case o := <-done:
-			if o.err == nil && ctx.Err() != nil {
+			if o.err == nil && ctx.Err() != nil && !processor.Stopped(ctx) {
 				o.err = ctx.Err()
 			}
 			return o.out, o.err
 		case <-deltas.ready:
 			deltas.drain(out)
-		case <-ctx.Done():
-			return processor.Output{}, ctx.Err()
+		case <-grace:
+			return processor.Output{}, errStopped
+		case <-ended:
+			if !processor.Stopped(ctx) {
+				return processor.Output{}, ctx.Err()
+			}
+			// A stopped processor has a moment to answer with what it has,
+			// within the turn's own deadline.
+			timer := time.NewTimer(stopGrace(ctx))
+			defer timer.Stop()
+			ended, grace = nil, timer.C
 		}
 	}
+}
+
+// stopGrace is how long a stopped processor may still take: StopGrace, or
+// what is left of its budget.
+func stopGrace(ctx context.Context) time.Duration {
+	grace := processor.StopGrace
+	if deadline, ok := ctx.Deadline(); ok {
+		grace = min(grace, time.Until(deadline))
+	}
+	return max(grace, 0)
 }
 
 // buildCommit turns a processor's output into the turn's commit and its
@@ -88,8 +111,12 @@ func (t *Turn) buildCommit(out processor.Output) (store.Commit, encodedResult, e
 		ID: t.first.Start.MessageID, Role: blocks.RoleAssistant, Text: out.Text,
 		Timestamp: blocks.Now(), ContentBlocks: out.Blocks, Meta: out.Meta,
 	}
+	status := StatusCompleted
+	if t.stopped {
+		status = StatusStopped
+	}
 	result := &Result{
-		ThreadID: thread.ID, TurnID: t.ref.TurnID, Status: StatusCompleted, UserMessage: t.userMsg,
+		ThreadID: thread.ID, TurnID: t.ref.TurnID, Status: status, UserMessage: t.userMsg,
 		StructuredResponse: StructuredResponse{ContentBlocks: out.Blocks, Meta: out.Meta},
 	}
 	commit := store.Commit{

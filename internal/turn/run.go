@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,6 +83,10 @@ func (o *outbox) send(ev Event) {
 func (t *Turn) run(ctx context.Context, out *outbox) {
 	e := t.e
 	thread := t.begun.Thread
+	defer t.unregister()
+	if t.stopOnDisconnect {
+		defer context.AfterFunc(ctx, t.stopper.stop)()
+	}
 	ctx = context.WithoutCancel(ctx)
 	out.send(t.first)
 
@@ -92,9 +97,14 @@ func (t *Turn) run(ctx context.Context, out *outbox) {
 	seq := &sequence{last: 1}
 	deltas := newDeltaQueue(t.stream)
 	emit := func(d processor.Delta) {
-		if !t.stream || (d.Text == "" && len(d.Meta) == 0) {
+		if !t.stream {
 			// A turn answered as one body has no use for deltas: they are
-			// neither numbered nor logged, so its log has no gaps.
+			// neither numbered nor logged, so its log has no gaps. Their
+			// text is kept for a stop.
+			seq.keep(d.Text)
+			return
+		}
+		if d.Text == "" && len(d.Meta) == 0 {
 			return
 		}
 		data, err := blocks.Marshal(Delta{Text: d.Text, Meta: d.Meta})
@@ -103,6 +113,7 @@ func (t *Turn) run(ctx context.Context, out *outbox) {
 		}
 		seq.emit(func(id int) {
 			ev := Event{ID: id, Kind: EventDelta, Delta: Delta{Text: d.Text, Meta: d.Meta}, data: data}
+			seq.text.WriteString(d.Text)
 			rec.add(ev)
 			deltas.push(ev)
 		})
@@ -110,9 +121,29 @@ func (t *Turn) run(ctx context.Context, out *outbox) {
 
 	output, err := t.invoke(leaseCtx, emit, deltas, out)
 	leaseErr := lost()
+	if t.stopper.settle() {
+		output, err = stoppedOutput(output, err, seq.streamed()), nil
+		t.stopped = true
+	}
 	id := seq.close()
 	deltas.drain(out)
 	out.send(t.finish(ctx, output, err, leaseErr, id, rec.stop()))
+}
+
+// stoppedOutput is what a stopped turn keeps: what its processor answered
+// within the grace of a stop, else the text it streamed; either way the
+// streamed text is a prefix of the kept text, and no question is left
+// pending.
+func stoppedOutput(out processor.Output, err error, streamed string) processor.Output {
+	if err != nil {
+		out = processor.Output{}
+	}
+	if !strings.HasPrefix(out.Text, streamed) {
+		out.Text = streamed
+	}
+	out.Pause = nil
+	out.Meta = withMeta(out.Meta, blocks.MetaStopped, true)
+	return out
 }
 
 // finish commits a turn whose processor has answered, or ends it failed,
@@ -140,9 +171,8 @@ func (t *Turn) finish(ctx context.Context, output processor.Output, err, leaseEr
 		e.obs.TurnEnded(proc, StatusFailed)
 		return t.lost(ctx, err, id)
 	}
-	status := StatusCompleted
+	status := result.value.Status
 	if commit.Pause != nil {
-		status = StatusInputRequired
 		e.obs.Elicitation(proc, "created")
 	}
 	e.obs.TurnEnded(proc, status)
@@ -159,6 +189,8 @@ type sequence struct {
 	mu     sync.Mutex
 	last   int
 	closed bool
+	// text is the text of the deltas emitted so far.
+	text strings.Builder
 }
 
 // emit runs send with the next ID, unless the sequence is closed; sends are
@@ -171,6 +203,23 @@ func (s *sequence) emit(send func(id int)) {
 	}
 	s.last++
 	send(s.last)
+}
+
+// keep adds the text of a delta that is not sent, unless the sequence is
+// closed.
+func (s *sequence) keep(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.text.WriteString(text)
+	}
+}
+
+// streamed is the text of the deltas emitted so far.
+func (s *sequence) streamed() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.text.String()
 }
 
 // close returns the ID of the turn's last event and drops later emits.
