@@ -54,9 +54,9 @@ var charClass = func() (t [256]uint8) {
 	return t
 }()
 
-// Email limits from RFC 5321 §4.5.3.1: a local part of 64 octets, a domain
-// of 255 (253 as text, without the root's trailing dot), a path of 256
-// including the angle brackets.
+// Email limits, the size limits of RFC 5321: a local part of 64 octets, a
+// domain of 255 (253 as text, without the root's trailing dot), a path of
+// 256 including the angle brackets.
 const (
 	maxEmailLen  = 254
 	maxLocalLen  = 64

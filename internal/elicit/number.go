@@ -13,7 +13,7 @@ type jsonNumber struct {
 	exp        int64  // the exponent, saturated far beyond float64's range
 }
 
-// scanNumber parses s with the JSON number grammar (RFC 8259 §6). It rejects
+// scanNumber parses s with the JSON number grammar of RFC 8259. It rejects
 // what strconv.ParseFloat would otherwise accept ("Inf", "0x1p3", "1_0"), so
 // a json.Number built in Go is held to the same rules as one read off the
 // wire.

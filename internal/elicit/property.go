@@ -39,9 +39,10 @@ func onlyKind(kinds ...propKind) func(propKind, bool) bool {
 	}
 }
 
-// keywords are the keywords of SPEC §4's property variants, the one list
-// parseProperty, the root's "not at the root" detail and the variant check
-// read; any other keyword is unknown.
+// keywords are the keywords the property variants (string, number, integer,
+// boolean, single- and multi-select) may use, the one list parseProperty,
+// the root's "not at the root" detail and the variant check read; any other
+// keyword is unknown.
 var keywords = map[string]keyword{
 	"type":        {func(f *propertyFields) *json.RawMessage { return &f.typ }, anyKind},
 	"title":       {func(f *propertyFields) *json.RawMessage { return &f.title }, anyKind},
@@ -65,10 +66,35 @@ var keywords = map[string]keyword{
 func parseProperty(name string, raw json.RawMessage, l Limits, c *collector) (property, bool) {
 	path := schemaRoot + ".properties." + name
 	before := c.len()
+	f, ok := readPropertyFields(path, raw, c)
+	if !ok {
+		return property{}, false
+	}
+	p := property{name: name, maxLen: -1, maxItems: -1}
+	viaOneOf, ok := p.parseType(path, f, c)
+	if !ok {
+		return property{}, false
+	}
+	p.checkKeywords(path, f, viaOneOf, c)
+	l.checkText(path+".title", f.title, c)
+	p.title, _ = decodeString(f.title)
+	l.checkText(path+".description", f.description, c)
+	l.parseVariant(&p, path, f, viaOneOf, c)
+	if c.len() > before {
+		return property{}, false
+	}
+	p.indexOptions()
+	p.checkDefault(path, f.def, c)
+	return p, c.len() == before
+}
+
+// readPropertyFields sorts a property's members into its keywords, reporting
+// repeated and unknown ones; ok is false when the property is not an object.
+func readPropertyFields(path string, raw json.RawMessage, c *collector) (propertyFields, bool) {
 	members, dups, ok := decodeObject(raw)
 	if !ok {
 		c.add(path, "must be a JSON object, got "+blocks.KindOf(raw))
-		return property{}, false
+		return propertyFields{}, false
 	}
 	for _, d := range dups {
 		c.add(path+"."+d, "keyword appears more than once")
@@ -83,18 +109,23 @@ func parseProperty(name string, raw json.RawMessage, l Limits, c *collector) (pr
 		*kw.field(&f) = m.val
 		f.present = append(f.present, m.key)
 	}
+	return f, true
+}
 
-	p := property{name: name, maxLen: -1, maxItems: -1}
+// parseType sets p.kind from the type keyword and, for a string, from the
+// presence of enum or oneOf; viaOneOf tells a titled single-select from an
+// enum one. ok is false when the type rules the property out, since no other
+// keyword can be judged without it.
+func (p *property) parseType(path string, f propertyFields, c *collector) (viaOneOf, ok bool) {
 	if f.typ == nil {
 		c.add(path+".type", "is required")
-		return property{}, false
+		return false, false
 	}
 	t, ok := decodeString(f.typ)
 	if !ok {
 		c.add(path+".type", "must be a single type name, got "+blocks.KindOf(f.typ))
-		return property{}, false
+		return false, false
 	}
-	viaOneOf := false
 	switch t {
 	case "string":
 		p.kind = kindString
@@ -112,11 +143,17 @@ func parseProperty(name string, raw json.RawMessage, l Limits, c *collector) (pr
 		p.kind = kindMulti
 	case "object":
 		c.add(path+".type", "nested objects are not supported")
-		return property{}, false
+		return false, false
 	default:
 		c.add(path+".type", fmt.Sprintf("unsupported type %s", quote(t)))
-		return property{}, false
+		return false, false
 	}
+	return viaOneOf, true
+}
+
+// checkKeywords reports the keywords present that p's variant does not
+// allow.
+func (p *property) checkKeywords(path string, f propertyFields, viaOneOf bool, c *collector) {
 	for _, key := range f.present {
 		if keywords[key].allowed(p.kind, viaOneOf) {
 			continue
@@ -127,31 +164,25 @@ func parseProperty(name string, raw json.RawMessage, l Limits, c *collector) (pr
 		}
 		c.add(path+"."+key, fmt.Sprintf("keyword %q is not allowed on %s property", key, p.kind.article()))
 	}
-	l.checkText(path+".title", f.title, c)
-	p.title, _ = decodeString(f.title)
-	l.checkText(path+".description", f.description, c)
+}
 
+// parseVariant parses the keywords particular to p's kind: lengths and
+// format, bounds, or options.
+func (l Limits) parseVariant(p *property, path string, f propertyFields, viaOneOf bool, c *collector) {
 	switch p.kind {
 	case kindString:
 		p.parseLengths(path, f, c)
-		if f.format != nil {
-			name, ok := decodeString(f.format)
-			if !ok {
-				c.add(path+".format", "must be a string, got "+blocks.KindOf(f.format))
-			} else if p.format, ok = formats[name]; !ok {
-				c.add(path+".format", fmt.Sprintf(`unsupported format %s: use "email", "uri", "date" or "date-time"`, quote(name)))
-			}
-		}
+		p.parseFormat(path+".format", f.format, c)
 	case kindNumber, kindInteger:
 		p.parseBounds(path, f, c)
 	case kindSelect:
 		if viaOneOf {
 			p.options = l.parseOptions(path+".oneOf", f.oneOf, c)
-		} else {
-			p.options = l.parseEnum(path+".enum", f.enum, c)
-			if f.enumNames != nil {
-				l.parseEnumNames(path+".enumNames", f.enumNames, len(p.options), c)
-			}
+			return
+		}
+		p.options = l.parseEnum(path+".enum", f.enum, c)
+		if f.enumNames != nil {
+			l.parseEnumNames(path+".enumNames", f.enumNames, len(p.options), c)
 		}
 	case kindMulti:
 		if f.items == nil {
@@ -161,21 +192,35 @@ func parseProperty(name string, raw json.RawMessage, l Limits, c *collector) (pr
 		}
 		p.parseItemCounts(path, f, c)
 	}
-	if c.len() > before {
-		return property{}, false
+}
+
+// parseFormat sets a string property's format, one of the four MCP allows.
+func (p *property) parseFormat(path string, raw json.RawMessage, c *collector) {
+	if raw == nil {
+		return
 	}
-	p.indexOptions()
-	if f.def != nil {
-		// The default is checked by the same code as a submitted value: a
-		// default a user could not submit unchanged is a broken form.
-		v, err := decodeAny(f.def)
-		if err != nil {
-			c.add(path+".default", "is not valid JSON")
-		} else {
-			p.check(v, path+".default", c)
-		}
+	name, ok := decodeString(raw)
+	if !ok {
+		c.add(path, "must be a string, got "+blocks.KindOf(raw))
+		return
 	}
-	return p, c.len() == before
+	if p.format, ok = formats[name]; !ok {
+		c.add(path, fmt.Sprintf(`unsupported format %s: use "email", "uri", "date" or "date-time"`, quote(name)))
+	}
+}
+
+// checkDefault checks a default with the same code as a submitted value: a
+// default a user could not submit unchanged is a broken form.
+func (p *property) checkDefault(path string, def json.RawMessage, c *collector) {
+	if def == nil {
+		return
+	}
+	v, err := decodeAny(def)
+	if err != nil {
+		c.add(path+".default", "is not valid JSON")
+		return
+	}
+	p.check(v, path+".default", c)
 }
 
 // checkText enforces that a display string is a string within MaxTextLen

@@ -129,20 +129,44 @@ func (l Limits) ParseParams(data []byte) (*Request, error) {
 func (l Limits) decode(data []byte, mint bool) (*Request, error) {
 	l = l.withDefaults()
 	var c collector
+	members, ok := readRequestObject(data, &c)
+	if !ok || !checkMode(members, &c) {
+		return nil, c.err()
+	}
+	f := l.readRequestFields(members, &c)
+	s := parseSchema(f.schema, l, &c)
+	if mint {
+		f.mintID()
+	}
+	id := f.readMeta(s, &c)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	return &Request{ID: id, Message: f.message, RequestedSchema: f.schema, Meta: f.meta, schema: s}, nil
+}
+
+// readRequestObject splits the params into their members; ok is false when
+// they are not a JSON object, which leaves nothing else to check.
+func readRequestObject(data []byte, c *collector) ([]member, bool) {
 	if !json.Valid(data) {
 		c.add("", "an elicitation request must be valid JSON")
-		return nil, c.err()
+		return nil, false
 	}
 	members, dups, ok := decodeObject(data)
 	if !ok {
 		c.add("", "an elicitation request must be a JSON object, got "+blocks.KindOf(data))
-		return nil, c.err()
+		return nil, false
 	}
 	for _, d := range dups {
 		c.add(d, "appears more than once")
 	}
-	// The mode decides which other fields belong, so a refused mode is
-	// reported alone rather than with complaints about its url fields.
+	return members, true
+}
+
+// checkMode reports a mode other than "form" and returns false then. The
+// mode decides which other fields belong, so a refused mode is reported
+// alone rather than with complaints about its url fields.
+func checkMode(members []member, c *collector) bool {
 	for _, m := range members {
 		if m.key != "mode" {
 			continue
@@ -157,16 +181,27 @@ func (l Limits) decode(data []byte, mint bool) (*Request, error) {
 		default:
 			continue
 		}
-		return nil, c.err()
+		return false
 	}
+	return true
+}
 
-	var (
-		message     string
-		messageSeen bool
-		schemaRaw   json.RawMessage
-		meta        map[string]any
-		metaSeen    bool
-	)
+// requestFields are the members of elicitation/create params, each as far
+// as it could be read.
+type requestFields struct {
+	message string
+	schema  json.RawMessage
+	// meta is nil when _meta is absent or not an object; metaSeen tells the
+	// two apart.
+	meta     map[string]any
+	metaSeen bool
+}
+
+// readRequestFields reads message, requestedSchema and _meta, reporting a
+// missing message and any member that does not belong.
+func (l Limits) readRequestFields(members []member, c *collector) requestFields {
+	var f requestFields
+	messageSeen := false
 	for _, m := range members {
 		switch m.key {
 		case "mode":
@@ -177,19 +212,19 @@ func (l Limits) decode(data []byte, mint bool) (*Request, error) {
 				c.add("message", "must be a string, got "+blocks.KindOf(m.val))
 				continue
 			}
-			message = s
-			l.checkMessage(message, &c)
+			f.message = s
+			l.checkMessage(f.message, c)
 		case "requestedSchema":
-			schemaRaw = m.val
+			f.schema = m.val
 		case "_meta":
-			metaSeen = true
+			f.metaSeen = true
 			v, err := decodeAny(m.val)
 			mm, ok := v.(map[string]any)
 			if err != nil || !ok {
 				c.add("_meta", "must be a JSON object, got "+blocks.KindOf(m.val))
 				continue
 			}
-			meta = mm
+			f.meta = mm
 		default:
 			c.add(m.key, "unknown field of an elicitation request")
 		}
@@ -197,38 +232,43 @@ func (l Limits) decode(data []byte, mint bool) (*Request, error) {
 	if !messageSeen {
 		c.add("message", "is required")
 	}
-	s := parseSchema(schemaRaw, l, &c)
+	return f
+}
 
-	idField := fmt.Sprintf("_meta[%q]", blocks.MetaElicitationID)
-	var id string
-	if mint {
-		// A random (v4) ID, as NewRequest mints.
-		id = uuid.NewString()
-		if meta == nil && !metaSeen {
-			metaSeen, meta = true, make(map[string]any, 1)
-		}
-		if meta != nil {
-			meta[blocks.MetaElicitationID] = id
-		}
+// mintID puts a fresh random (v4) ID, as NewRequest mints, into _meta,
+// creating _meta when the params have none.
+func (f *requestFields) mintID() {
+	id := uuid.NewString()
+	if f.meta == nil && !f.metaSeen {
+		f.metaSeen, f.meta = true, make(map[string]any, 1)
 	}
-	switch {
-	case !metaSeen:
+	if f.meta != nil {
+		f.meta[blocks.MetaElicitationID] = id
+	}
+}
+
+// readMeta checks _meta, which must be present and carry the elicitation
+// ID, and returns that ID; s is the parsed schema the widget hints name
+// properties of, nil when it was invalid.
+func (f *requestFields) readMeta(s *schema, c *collector) string {
+	if !f.metaSeen {
 		c.add("_meta", fmt.Sprintf("is required: it carries %q", blocks.MetaElicitationID))
-	case meta != nil:
-		v, present := meta[blocks.MetaElicitationID]
-		id, _ = v.(string)
-		switch {
-		case !present:
-			c.add(idField, "is required")
-		case !blocks.IsCanonicalID(id):
-			c.add(idField, "must be a UUID in canonical lowercase form")
-		}
-		checkMeta(meta, s, &c)
+		return ""
 	}
-	if err := c.err(); err != nil {
-		return nil, err
+	if f.meta == nil {
+		return ""
 	}
-	return &Request{ID: id, Message: message, RequestedSchema: schemaRaw, Meta: meta, schema: s}, nil
+	idField := fmt.Sprintf("_meta[%q]", blocks.MetaElicitationID)
+	v, present := f.meta[blocks.MetaElicitationID]
+	id, _ := v.(string)
+	switch {
+	case !present:
+		c.add(idField, "is required")
+	case !blocks.IsCanonicalID(id):
+		c.add(idField, "must be a UUID in canonical lowercase form")
+	}
+	checkMeta(f.meta, s, c)
+	return id
 }
 
 // UnmarshalJSON decodes a request with DecodeRequest, so a Request inside a

@@ -50,7 +50,8 @@ var acceptedSchemas = []struct {
 	{name: "2025-06-18 empty confirm", schema: `{"type":"object","properties":{}}`},
 	{name: "2025-11-25 GitHub username", schema: `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`},
 	// The 2025-11-25 string example also shows "pattern", which schema.ts's
-	// StringSchema does not define and SPEC §4 refuses; see the reject table.
+	// StringSchema does not define and chatd refuses (frontends share no regular
+	// expression dialect); see the reject table.
 	{name: "2025-11-25 string schema", modern: true, schema: `{"type":"object","properties":{"s":{"type":"string","title":"Display Name",
 		"description":"Description text","minLength":3,"maxLength":50,"format":"email","default":"user@example.com"}}}`},
 	{name: "2025-11-25 number schema", modern: true, schema: `{"type":"object","properties":{"n":{"type":"number","title":"Display Name",

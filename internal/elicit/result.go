@@ -31,9 +31,10 @@ type Result struct {
 	Content map[string]any `json:"content,omitempty"`
 }
 
-// Validate checks res against the request's schema as SPEC §4 describes and
-// returns nil or a *blocks.ValidationError holding every violation, each with
-// Field set to the property name ("email"), to "action" or to "content".
+// Validate checks res against the request's schema, as the package comment
+// describes, and returns nil or a *blocks.ValidationError holding every
+// violation, each with Field set to the property name ("email"), to "action"
+// or to "content".
 // Defaults are never filled in: a missing optional property stays missing.
 //
 // Validate returns another kind of error only for a Request whose schema was

@@ -1,6 +1,7 @@
 package elicit
 
-// requestedSchema: the shapes of SPEC §4 and the parse of the root object.
+// requestedSchema: the shapes the restriction allows and the parse of the
+// root object.
 // property.go parses one property, options.go the options of selects, and
 // collector.go gathers what is wrong.
 
@@ -102,8 +103,9 @@ type schema struct {
 
 const schemaRoot = "requestedSchema"
 
-// parseSchema checks raw against the restriction of SPEC §4 under the limits
-// l and returns it parsed, or nil after recording every violation in c.
+// parseSchema checks raw against the restriction (see the package comment)
+// under the limits l and returns it parsed, or nil after recording every
+// violation in c.
 func parseSchema(raw json.RawMessage, l Limits, c *collector) *schema {
 	before := c.len()
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -123,7 +125,25 @@ func parseSchema(raw json.RawMessage, l Limits, c *collector) *schema {
 		c.add(schemaRoot+"."+d, "keyword appears more than once")
 	}
 	s := &schema{}
-	var props, required json.RawMessage
+	props, required := readSchemaRoot(members, c)
+	if props == nil {
+		c.add(schemaRoot+".properties", "is required")
+	} else {
+		s.parseProperties(props, l, c)
+	}
+	if required != nil {
+		s.parseRequired(required, l, c)
+	}
+	if c.len() > before {
+		return nil
+	}
+	s.declared = nil // only needed while parsing
+	return s
+}
+
+// readSchemaRoot checks the root object's own keywords and returns its
+// properties and required, nil when absent.
+func readSchemaRoot(members []member, c *collector) (props, required json.RawMessage) {
 	sawType := false
 	for _, m := range members {
 		path := schemaRoot + "." + m.key
@@ -152,19 +172,7 @@ func parseSchema(raw json.RawMessage, l Limits, c *collector) *schema {
 	if !sawType {
 		c.add(schemaRoot+".type", `is required and must be "object"`)
 	}
-	if props == nil {
-		c.add(schemaRoot+".properties", "is required")
-	} else {
-		s.parseProperties(props, l, c)
-	}
-	if required != nil {
-		s.parseRequired(required, l, c)
-	}
-	if c.len() > before {
-		return nil
-	}
-	s.declared = nil // only needed while parsing
-	return s
+	return props, required
 }
 
 func (s *schema) parseProperties(raw json.RawMessage, l Limits, c *collector) {

@@ -1,10 +1,11 @@
 // Package protocol holds what chatd's frontend protocols share: the error a
-// request that cannot be read is reported with, data: URLs of media, and the
-// reading of a paused turn's elicitation. The protocols themselves live in
-// the sub-packages aisdk (Vercel AI SDK UI message streams) and agui (AG-UI);
-// each maps a protocol's request onto a chatd turn and the turn's events
-// onto the protocol's stream, and nothing else: the turn itself is
-// internal/turn's.
+// request that cannot be read is reported with, the decoding of their
+// requests (Decode, LastMessage) and the Answer to a paused turn they carry,
+// data: URLs of media, and the reading of a paused turn's elicitation. The
+// protocols themselves live in the sub-packages aisdk (Vercel AI SDK UI
+// message streams) and agui (AG-UI); each maps a protocol's request onto a
+// chatd turn and the turn's events onto the protocol's stream, and nothing
+// else: the turn itself is internal/turn's.
 package protocol
 
 import (

@@ -1,9 +1,7 @@
 package agui
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -21,14 +19,10 @@ type Request struct {
 	// Text and Blocks are the user's message (when Answer is nil).
 	Text   string
 	Blocks []blocks.ContentBlock
-	Answer *Answer
-}
-
-// Answer is the resume entry that answers an interrupt.
-type Answer struct {
-	ElicitationID string
-	Result        elicit.Result
-	Meta          map[string]any
+	// Answer is set when the run resumes the interrupt: the resume entry
+	// that answers it. Its MessageID is empty: AG-UI names no message to
+	// continue.
+	Answer *protocol.Answer
 }
 
 // runAgentInput is AG-UI's RunAgentInput; members chatd does not use
@@ -44,12 +38,6 @@ type resumeEntry struct {
 	InterruptID string          `json:"interruptId"`
 	Status      string          `json:"status"`
 	Payload     json.RawMessage `json:"payload"`
-}
-
-type payload struct {
-	Action  elicit.Action  `json:"action"`
-	Content map[string]any `json:"content"`
-	Meta    map[string]any `json:"_meta"`
 }
 
 type message struct {
@@ -74,16 +62,17 @@ type contentPart struct {
 // run resumes an interrupt.
 func DecodeRequest(body []byte) (Request, error) {
 	var in runAgentInput
-	if err := decode(body, &in, false); err != nil {
+	if err := protocol.Decode(body, &in); err != nil {
 		return Request{}, protocol.Inputf("malformed RunAgentInput: %s", err)
 	}
-	if in.ThreadID == nil || *in.ThreadID == "" {
-		return Request{}, protocol.Inputf("threadId: required (the chatd thread ID)")
+	threadID, err := protocol.ThreadID(in.ThreadID, "threadId")
+	if err != nil {
+		return Request{}, err
 	}
 	if in.RunID == nil || *in.RunID == "" {
 		return Request{}, protocol.Inputf("runId: required")
 	}
-	out := Request{ThreadID: *in.ThreadID, RunID: *in.RunID}
+	out := Request{ThreadID: threadID, RunID: *in.RunID}
 	if len(in.Resume) > 0 {
 		answer, err := readResume(in.Resume)
 		out.Answer = answer
@@ -92,15 +81,10 @@ func DecodeRequest(body []byte) (Request, error) {
 	if len(in.Messages) == 0 {
 		return Request{}, protocol.Inputf("messages: must end with the user's message (or resume must answer the interrupt)")
 	}
-	last := len(in.Messages) - 1
-	path := fmt.Sprintf("messages[%d]", last)
 	var msg message
-	if err := decode(in.Messages[last], &msg, false); err != nil {
-		return Request{}, protocol.Inputf("%s: %s", path, err)
-	}
-	// What chatd keeps of the message must read back as it was sent.
-	if err := blocks.CheckExact(in.Messages[last]); err != nil {
-		return Request{}, protocol.Prefixed(err, path)
+	path, err := protocol.LastMessage(in.Messages, &msg)
+	if err != nil {
+		return Request{}, err
 	}
 	if msg.Role != "user" {
 		return Request{}, protocol.Inputf("%s.role: the last message must be the user's (or resume must answer the interrupt)", path)
@@ -110,34 +94,33 @@ func DecodeRequest(body []byte) (Request, error) {
 
 // readResume reads the one resume entry a chatd thread can have: its only
 // pending elicitation.
-func readResume(entries []resumeEntry) (*Answer, error) {
+func readResume(entries []resumeEntry) (*protocol.Answer, error) {
 	if len(entries) != 1 {
 		return nil, protocol.Inputf("resume: must hold exactly one entry (a thread has at most one pending interrupt)")
 	}
 	e := entries[0]
-	answer := &Answer{ElicitationID: e.InterruptID}
 	if e.InterruptID == "" {
 		return nil, protocol.Inputf("resume[0].interruptId: required")
 	}
 	switch e.Status {
 	case "cancelled":
-		answer.Result = elicit.Result{Action: elicit.Cancel}
-		return answer, nil
+		return &protocol.Answer{ElicitationID: e.InterruptID, Result: elicit.Result{Action: elicit.Cancel}}, nil
 	case "resolved":
 	default:
 		return nil, protocol.Inputf(`resume[0].status: must be "resolved" or "cancelled"`)
 	}
-	var p payload
 	if len(e.Payload) == 0 {
 		return nil, protocol.Inputf("resume[0].payload: required when resolved: {action, content?}")
 	}
-	if err := decode(e.Payload, &p, true); err != nil {
-		return nil, protocol.Inputf("resume[0].payload: must be an elicitation result {action, content?}: %s", err)
+	answer, err := protocol.DecodeAnswer(e.InterruptID, e.Payload, "resume[0].payload")
+	if err != nil {
+		return nil, err
 	}
+	// The payload is not part of the messages, whose last one is checked
+	// the same way: what chatd keeps of it must read back as it was sent.
 	if err := blocks.CheckExact(e.Payload); err != nil {
 		return nil, protocol.Prefixed(err, "resume[0].payload")
 	}
-	answer.Result, answer.Meta = elicit.Result{Action: p.Action, Content: p.Content}, p.Meta
 	return answer, nil
 }
 
@@ -149,7 +132,7 @@ func readContent(out *Request, raw json.RawMessage, path string) error {
 		out.Text = text
 	} else {
 		var parts []contentPart
-		if err := decode(raw, &parts, false); err != nil {
+		if err := protocol.Decode(raw, &parts); err != nil {
 			return protocol.Inputf("%s: must be a string or an array of content parts: %s", path, err)
 		}
 		var texts []string
@@ -176,29 +159,5 @@ func readContent(out *Request, raw json.RawMessage, path string) error {
 		}
 		out.Text = strings.Join(texts, "\n")
 	}
-	if out.Text == "" && len(out.Blocks) == 0 {
-		return protocol.Inputf("%s: the message has no text and no attachments", path)
-	}
-	return nil
-}
-
-// decode reads exactly one JSON value into v, numbers as json.Number so an
-// answer's numbers are validated as the client wrote them.
-func decode(data []byte, v any, strict bool) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return fmt.Errorf("%s: must not be %s", typeErr.Field, typeErr.Value)
-		}
-		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if dec.More() {
-		return errors.New("unexpected data after the JSON value")
-	}
-	return nil
+	return protocol.RequireContent(out.Text, out.Blocks, path)
 }

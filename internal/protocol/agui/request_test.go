@@ -42,14 +42,14 @@ func TestDecodeRequest(t *testing.T) {
 			name: "resume resolved answers, whatever the messages",
 			body: input(`"messages":[{"id":"2","role":"assistant","content":"Sure?"}],"resume":[{"interruptId":"` + elicitID +
 				`","status":"resolved","payload":{"action":"accept","content":{"n":1.50},"_meta":{"example.com/x":true}}}]`),
-			want: agui.Request{ThreadID: threadID, RunID: runID, Answer: &agui.Answer{ElicitationID: elicitID,
+			want: agui.Request{ThreadID: threadID, RunID: runID, Answer: &protocol.Answer{ElicitationID: elicitID,
 				Result: elicit.Result{Action: elicit.Accept, Content: map[string]any{"n": json.Number("1.50")}},
 				Meta:   map[string]any{"example.com/x": true}}},
 		},
 		{
 			name: "resume cancelled cancels",
 			body: input(`"messages":[],"resume":[{"interruptId":"` + elicitID + `","status":"cancelled"}]`),
-			want: agui.Request{ThreadID: threadID, RunID: runID, Answer: &agui.Answer{ElicitationID: elicitID, Result: elicit.Result{Action: elicit.Cancel}}},
+			want: agui.Request{ThreadID: threadID, RunID: runID, Answer: &protocol.Answer{ElicitationID: elicitID, Result: elicit.Result{Action: elicit.Cancel}}},
 		},
 	}
 	for _, tt := range tests {

@@ -1,9 +1,7 @@
 package aisdk
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -21,20 +19,10 @@ type Request struct {
 	Text   string
 	Blocks []blocks.ContentBlock
 	// Answer is set when the last message holds the output of the
-	// elicitation tool.
-	Answer *Answer
-}
-
-// Answer is an elicitation's answer, given as the output of the client-side
-// tool "elicitation".
-type Answer struct {
-	ElicitationID string
-	Result        elicit.Result
-	// Meta is the output's _meta, kept on the recorded answer.
-	Meta map[string]any
-	// MessageID is the UI message the answer continues: the request's
-	// messageId, else the ID of the message holding the tool output.
-	MessageID string
+	// elicitation tool; its MessageID is the UI message the answer
+	// continues: the request's messageId, else the ID of the message
+	// holding the tool output.
+	Answer *protocol.Answer
 }
 
 // ToolName is the client-side tool a pause is called as.
@@ -71,23 +59,18 @@ type uiPart struct {
 	Output     json.RawMessage `json:"output"`
 }
 
-type toolOutput struct {
-	Action  elicit.Action  `json:"action"`
-	Content map[string]any `json:"content"`
-	Meta    map[string]any `json:"_meta"`
-}
-
 // DecodeRequest reads a chat request. It returns a *protocol.InputError for
 // a body it cannot use and a *blocks.ValidationError, with paths, for
 // attachments that are not valid content blocks. Only the last message is
 // read: chatd's history, not the client's copy, is the conversation.
 func DecodeRequest(body []byte) (Request, error) {
 	var req chatRequest
-	if err := decode(body, &req, false); err != nil {
+	if err := protocol.Decode(body, &req); err != nil {
 		return Request{}, protocol.Inputf("malformed chat request: %s", err)
 	}
-	if req.ID == nil || *req.ID == "" {
-		return Request{}, protocol.Inputf("id: required (the chatd thread ID)")
+	threadID, err := protocol.ThreadID(req.ID, "id")
+	if err != nil {
+		return Request{}, err
 	}
 	switch req.Trigger {
 	case "", "submit-message":
@@ -99,17 +82,12 @@ func DecodeRequest(body []byte) (Request, error) {
 	if len(req.Messages) == 0 {
 		return Request{}, protocol.Inputf("messages: must hold at least one message")
 	}
-	last := len(req.Messages) - 1
-	path := fmt.Sprintf("messages[%d]", last)
 	var msg uiMessage
-	if err := decode(req.Messages[last], &msg, false); err != nil {
-		return Request{}, protocol.Inputf("%s: %s", path, err)
+	path, err := protocol.LastMessage(req.Messages, &msg)
+	if err != nil {
+		return Request{}, err
 	}
-	// What chatd keeps of the message must read back as it was sent.
-	if err := blocks.CheckExact(req.Messages[last]); err != nil {
-		return Request{}, protocol.Prefixed(err, path)
-	}
-	out := Request{ThreadID: *req.ID}
+	out := Request{ThreadID: threadID}
 	switch msg.Role {
 	case "user":
 		return out, readUserMessage(&out, msg, path)
@@ -136,7 +114,7 @@ func readUserMessage(out *Request, msg uiMessage, path string) error {
 	for i, raw := range msg.Parts {
 		partPath := fmt.Sprintf("%s.parts[%d]", path, i)
 		var p uiPart
-		if err := decode(raw, &p, false); err != nil {
+		if err := protocol.Decode(raw, &p); err != nil {
 			return protocol.Inputf("%s: %s", partPath, err)
 		}
 		switch p.Type {
@@ -163,65 +141,30 @@ func readUserMessage(out *Request, msg uiMessage, path string) error {
 		return err
 	}
 	out.Text = strings.Join(texts, "\n")
-	if out.Text == "" && len(out.Blocks) == 0 {
-		return protocol.Inputf("%s.parts: the message has no text and no attachments", path)
-	}
-	return nil
+	return protocol.RequireContent(out.Text, out.Blocks, path+".parts")
 }
 
 // readAnswer finds the output of the last elicitation tool call of an
 // assistant message.
-func readAnswer(msg uiMessage, path string) (*Answer, error) {
+func readAnswer(msg uiMessage, path string) (*protocol.Answer, error) {
 	for i := len(msg.Parts) - 1; i >= 0; i-- {
 		partPath := fmt.Sprintf("%s.parts[%d]", path, i)
 		var p uiPart
-		if err := decode(msg.Parts[i], &p, false); err != nil {
+		if err := protocol.Decode(msg.Parts[i], &p); err != nil {
 			return nil, protocol.Inputf("%s: %s", partPath, err)
 		}
 		if p.Type != "tool-"+ToolName && (p.Type != "dynamic-tool" || p.ToolName != ToolName) {
 			continue
 		}
-		answer := &Answer{ElicitationID: p.ToolCallID}
 		switch p.State {
 		case "output-available":
-			var o toolOutput
-			if err := decode(p.Output, &o, true); err != nil {
-				return nil, protocol.Inputf("%s.output: must be an elicitation result {action, content?}: %s", partPath, err)
-			}
-			answer.Result, answer.Meta = elicit.Result{Action: o.Action, Content: o.Content}, o.Meta
+			return protocol.DecodeAnswer(p.ToolCallID, p.Output, partPath+".output")
 		case "output-error":
 			// The frontend could not collect an answer: the user dismissed
 			// the question.
-			answer.Result = elicit.Result{Action: elicit.Cancel}
-		default:
-			return nil, protocol.Inputf("%s.state: the %q tool call has no output yet (state %q)", partPath, ToolName, p.State)
+			return &protocol.Answer{ElicitationID: p.ToolCallID, Result: elicit.Result{Action: elicit.Cancel}}, nil
 		}
-		return answer, nil
+		return nil, protocol.Inputf("%s.state: the %q tool call has no output yet (state %q)", partPath, ToolName, p.State)
 	}
 	return nil, protocol.Inputf("%s: the last message is the assistant's but holds no %q tool output to answer with", path, ToolName)
-}
-
-// decode reads exactly one JSON value into v, numbers as json.Number so an
-// answer's numbers are validated as the client wrote them.
-func decode(data []byte, v any, strict bool) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(v); err != nil {
-		return describe(err)
-	}
-	if dec.More() {
-		return fmt.Errorf("unexpected data after the JSON value")
-	}
-	return nil
-}
-
-func describe(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		return fmt.Errorf("%s: must not be %s", typeErr.Field, typeErr.Value)
-	}
-	return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
 }

@@ -58,7 +58,7 @@ func TestDecodeRequest(t *testing.T) {
 			name: "the elicitation tool's output answers",
 			body: chat(`{"id":"u1","role":"user","parts":[{"type":"text","text":"/elicit"}]}`,
 				fmtPaused(`{"action":"accept","content":{"age":36.0},"_meta":{"example.com/x":1}}`)),
-			want: aisdk.Request{ThreadID: threadID, Answer: &aisdk.Answer{
+			want: aisdk.Request{ThreadID: threadID, Answer: &protocol.Answer{
 				ElicitationID: elicitID, MessageID: "ui-1",
 				Result: elicit.Result{Action: elicit.Accept, Content: map[string]any{"age": json.Number("36.0")}},
 				Meta:   map[string]any{"example.com/x": json.Number("1")},
@@ -68,12 +68,12 @@ func TestDecodeRequest(t *testing.T) {
 			name: "a dynamic tool named elicitation, continuing the request's messageId",
 			body: `{"id":"` + threadID + `","messageId":"ui-9","messages":[{"id":"ui-1","role":"assistant","parts":[` +
 				`{"type":"dynamic-tool","toolName":"elicitation","toolCallId":"` + elicitID + `","state":"output-available","output":{"action":"decline"}}]}]}`,
-			want: aisdk.Request{ThreadID: threadID, Answer: &aisdk.Answer{ElicitationID: elicitID, MessageID: "ui-9", Result: elicit.Result{Action: elicit.Decline}}},
+			want: aisdk.Request{ThreadID: threadID, Answer: &protocol.Answer{ElicitationID: elicitID, MessageID: "ui-9", Result: elicit.Result{Action: elicit.Decline}}},
 		},
 		{
 			name: "an output-error cancels",
 			body: chat(`{"id":"ui-1","role":"assistant","parts":[{"type":"tool-elicitation","toolCallId":"` + elicitID + `","state":"output-error","errorText":"closed"}]}`),
-			want: aisdk.Request{ThreadID: threadID, Answer: &aisdk.Answer{ElicitationID: elicitID, MessageID: "ui-1", Result: elicit.Result{Action: elicit.Cancel}}},
+			want: aisdk.Request{ThreadID: threadID, Answer: &protocol.Answer{ElicitationID: elicitID, MessageID: "ui-1", Result: elicit.Result{Action: elicit.Cancel}}},
 		},
 	}
 	for _, tt := range tests {
