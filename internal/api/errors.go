@@ -23,6 +23,8 @@ type Problem struct {
 	Errors               []blocks.FieldError `json:"errors,omitempty"`
 	Elicitation          json.RawMessage     `json:"elicitation,omitempty"`
 	ElicitationExpiresAt *blocks.Timestamp   `json:"elicitation_expires_at,omitempty"`
+	// RunningTurnID names the running turn on 409 turn_not_running.
+	RunningTurnID string `json:"running_turn_id,omitempty"`
 }
 
 // Error is an error with the status and code the client sees. Detail is safe
@@ -101,6 +103,7 @@ var titles = map[string]string{
 	"store_full":             "Store full",
 	"rate_limited":           "Too many requests",
 	"quota_exceeded":         "Quota exceeded",
+	"turn_not_running":       "Turn not running",
 }
 
 // problemFor turns any error into the problem the client sees.
@@ -110,7 +113,14 @@ func problemFor(err error) Problem {
 	var verr *blocks.ValidationError
 	var pending *store.PendingError
 	var failure *turn.Failure
+	var notRunning *turn.NotRunningError
 	switch {
+	case errors.As(err, &notRunning):
+		p = Problem{Status: http.StatusConflict, Code: "turn_not_running", RunningTurnID: notRunning.RunningTurnID,
+			Detail: "no turn is running on this thread"}
+		if notRunning.RunningTurnID != "" {
+			p.Detail = "turn_id is not the thread's running turn; running_turn_id names it"
+		}
 	case errors.As(err, &failure):
 		p = Problem{Status: failureStatus[failure.Code], Code: failure.Code, Detail: failure.Detail, Errors: failure.Errors}
 		if p.Status == 0 {

@@ -375,7 +375,7 @@ func TestBadRequestsNameTheShape(t *testing.T) {
 	ts := newTestServer(t)
 	thread := ts.mustCreateThread(t, alice, "echo")
 	paused := ts.mustPause(t, alice, thread, `/elicit {"message":"Ok?","requestedSchema":{"type":"object","properties":{}}}`)
-	const turn = "a turn is {message, content_blocks?, _meta?}"
+	const turn = "a turn is {message, content_blocks?, _meta?, stop_on_disconnect?, cancel_pending?}"
 	const answer = "an answer is {action, content?, _meta?}"
 	other := ts.mustCreateThread(t, alice, "echo")
 	tests := []struct {
@@ -389,6 +389,8 @@ func TestBadRequestsNameTheShape(t *testing.T) {
 		{"malformed turn", turnPath(other), `{"message":`, `malformed JSON body: unexpected end of JSON: ` + turn},
 		{"unknown answer field", answerPath(thread, paused.Elicitation.id()), `{"action":"accept","contents":{}}`, `unknown field "contents": ` + answer},
 		{"thread body", "/v1/threads", `{"processors":"echo"}`, `unknown field "processors": a new thread is {processor?} or an empty body`},
+		{"stop body", cancelPath(other), `{"turn":"x"}`, `unknown field "turn": a stop is {turn_id?} or an empty body`},
+		{"stop turn type", cancelPath(other), `{"turn_id":5}`, `turn_id: must be a string, not number: a stop is {turn_id?} or an empty body`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,7 +32,8 @@ func FuzzParseTurnRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		msg, err := parseTurnRequest(body, 8)
+		in, err := parseTurnRequest(body, 8)
+		msg := in.message
 		if err != nil {
 			p := problemFor(err)
 			if p.Status != http.StatusBadRequest && p.Status != http.StatusUnprocessableEntity {

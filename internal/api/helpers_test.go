@@ -238,6 +238,7 @@ type serverSettings struct {
 	auth   api.Authenticator
 	config api.Config
 	turns  turn.Config
+	relay  turn.Relay
 	extra  map[string]processor.Processor
 	// deps, when set, adjusts the server's dependencies last.
 	deps func(*api.Deps)
@@ -282,6 +283,12 @@ func withConfig(fn func(*api.Config)) serverOption {
 	return func(s *serverSettings) { fn(&s.config) }
 }
 
+// withRelay carries stops through relay, shared with other servers; a
+// server on a Redis store uses the store's relay unless told otherwise.
+func withRelay(relay turn.Relay) serverOption {
+	return func(s *serverSettings) { s.relay = relay }
+}
+
 // withTurnConfig changes the turn engine's configuration, which starts
 // from the defaults.
 func withTurnConfig(fn func(*turn.Config)) serverOption {
@@ -313,7 +320,10 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	maps.Copy(procs, set.extra)
 	reg, err := processor.NewRegistry(procs, "demo")
 	require.NoError(tb, err)
-	deps := newTestDeps(set.store, reg, set.turns)
+	if r, ok := set.store.(turn.Relay); ok && set.relay == nil {
+		set.relay = r
+	}
+	deps := newTestDeps(set.store, reg, set.turns, set.relay)
 	deps.Auth, deps.Config = set.auth, set.config
 	if set.deps != nil {
 		set.deps(&deps)
@@ -519,6 +529,8 @@ func (ts *testServer) mustCreateThread(tb testing.TB, as, proc string) string {
 }
 
 func turnPath(threadID string) string { return "/v1/threads/" + threadID + "/turns" }
+
+func cancelPath(threadID string) string { return "/v1/threads/" + threadID + "/cancel" }
 
 func answerPath(threadID, elicitationID string) string {
 	return "/v1/threads/" + threadID + "/elicitations/" + elicitationID
@@ -785,9 +797,10 @@ func eventNames(evs []sseEvent) []string {
 }
 
 // newTestDeps are a server's dependencies over st: its metrics, and a turn
-// engine over st that reports to them.
-func newTestDeps(st api.Store, reg *processor.Registry, cfg turn.Config) api.Deps {
+// engine over st that reports to them and carries stops through relay
+// (nil: this server's turns only).
+func newTestDeps(st api.Store, reg *processor.Registry, cfg turn.Config, relay turn.Relay) api.Deps {
 	metrics := api.NewMetrics()
-	engine := turn.New(turn.Deps{Store: st, Processors: reg, Observer: metrics, Config: cfg})
+	engine := turn.New(turn.Deps{Store: st, Processors: reg, Observer: metrics, Config: cfg, Relay: relay})
 	return api.Deps{Store: st, Engine: engine, Processors: reg, Metrics: metrics, Config: api.DefaultConfig}
 }

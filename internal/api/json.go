@@ -85,7 +85,8 @@ func requireJSON(r *http.Request) error {
 // The shapes of the request bodies, named in every 400 detail so a client
 // learns what was expected, not only what was wrong.
 const (
-	turnShape   = "a turn is {message, content_blocks?, _meta?}"
+	turnShape   = "a turn is {message, content_blocks?, _meta?, stop_on_disconnect?, cancel_pending?}"
+	cancelShape = "a stop is {turn_id?} or an empty body"
 	answerShape = "an answer is {action, content?, _meta?}"
 	threadShape = "a new thread is {processor?} or an empty body"
 	patchShape  = "a thread update is {title?, metadata?}"

@@ -58,10 +58,11 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodPatch, "/threads/{thread_id}", s.handle(s.handleUpdateThread))
 		r.Method(http.MethodDelete, "/threads/{thread_id}", s.handle(s.handleDeleteThread))
 		r.Method(http.MethodPost, "/threads/{thread_id}/turns", s.handle(s.handleTurn))
+		r.Method(http.MethodPost, "/threads/{thread_id}/cancel", s.handle(s.handleCancel))
 		r.Method(http.MethodGet, "/threads/{thread_id}/turns/{turn_id}/events", s.handle(s.handleTurnEvents))
 		r.Method(http.MethodGet, "/threads/{thread_id}/messages", s.handle(s.handleHistory))
 		r.Method(http.MethodPost, "/threads/{thread_id}/elicitations/{elicitation_id}", s.handle(s.handleAnswer))
-		// The frontends' own protocols (SPEC §13), over the same turns.
+		// The frontends' own protocols, over the same turns.
 		r.Method(http.MethodPost, "/ai-sdk/chat", s.handle(s.handleAISDKChat))
 		r.Method(http.MethodGet, "/ai-sdk/chat/{thread_id}/stream", s.handle(s.handleAISDKStream))
 		r.Method(http.MethodPost, "/ag-ui", s.handle(s.handleAGUI))

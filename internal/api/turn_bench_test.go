@@ -66,7 +66,7 @@ func newBenchHandler(tb testing.TB, st api.Store, cfg turn.Config) http.Handler 
 	tb.Helper()
 	reg, err := processor.NewRegistry(map[string]processor.Processor{"echo": echo.New()}, "echo")
 	require.NoError(tb, err)
-	deps := newTestDeps(st, reg, cfg)
+	deps := newTestDeps(st, reg, cfg, nil)
 	deps.Auth = api.AnonymousAuth{}
 	return api.NewServer(deps)
 }

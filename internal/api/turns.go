@@ -22,6 +22,19 @@ type turnRequest struct {
 	Message       *string         `json:"message"`
 	ContentBlocks json.RawMessage `json:"content_blocks"`
 	Meta          map[string]any  `json:"_meta"`
+	// StopOnDisconnect stops the turn if the client goes away before it
+	// ends, instead of letting it run on to be reattached to.
+	StopOnDisconnect bool `json:"stop_on_disconnect"`
+	// CancelPending first cancels the thread's pending question, as an
+	// answered cancel, instead of refusing the turn with 409.
+	CancelPending bool `json:"cancel_pending"`
+}
+
+// turnInput is what a turn body asks for.
+type turnInput struct {
+	message          blocks.Message
+	stopOnDisconnect bool
+	cancelPending    bool
 }
 
 // handleTurn runs a plain turn: POST /v1/threads/{thread_id}/turns.
@@ -45,15 +58,16 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	userMsg, err := parseTurnRequest(body, s.cfg.MaxBlocks)
+	in, err := parseTurnRequest(body, s.cfg.MaxBlocks)
 	if err != nil {
 		return err
 	}
 	principal := principalFrom(r.Context())
 	stream := wantsStream(r)
 	t, err := s.engine.Begin(r.Context(), turn.Plain{
-		ThreadID: id, Principal: principal, Message: userMsg,
+		ThreadID: id, Principal: principal, Message: in.message,
 		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body), Stream: stream,
+		StopOnDisconnect: in.stopOnDisconnect, CancelPending: in.cancelPending,
 	})
 	var running *store.RunningError
 	if errors.As(err, &running) && lastEventID >= 0 && stream {
@@ -70,28 +84,29 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 	return s.writeTurnSSE(w, r, t.Events(r.Context(), lastEventID))
 }
 
-// parseTurnRequest validates a turn body into the user's message. Shape
+// parseTurnRequest validates a turn body into the user's message and what
+// the turn asks for. Shape
 // errors are 400; more than maxBlocks blocks, invalid blocks and _meta keys,
 // and values chatd could not give back exactly (blocks.CheckExact), are 422
 // with every path.
-func parseTurnRequest(body []byte, maxBlocks int) (blocks.Message, error) {
+func parseTurnRequest(body []byte, maxBlocks int) (turnInput, error) {
 	var req turnRequest
 	if err := decodeStrict(body, &req, turnShape); err != nil {
-		return blocks.Message{}, err
+		return turnInput{}, err
 	}
 	if req.Message == nil {
-		return blocks.Message{}, badShape(turnShape, "message: required")
+		return turnInput{}, badShape(turnShape, "message: required")
 	}
 	var list []blocks.ContentBlock
 	verr := &blocks.ValidationError{}
 	verr.Merge(blocks.CheckExact(body))
 	if raw := strings.TrimSpace(string(req.ContentBlocks)); raw != "" && raw != "null" {
 		if raw[0] != '[' {
-			return blocks.Message{}, badShape(turnShape, "content_blocks: must be an array of content blocks")
+			return turnInput{}, badShape(turnShape, "content_blocks: must be an array of content blocks")
 		}
 		if n := arrayLen(req.ContentBlocks); n > maxBlocks {
 			verr.Add("content_blocks", fmt.Sprintf("%d content blocks; at most %d are allowed per message", n, maxBlocks))
-			return blocks.Message{}, verr
+			return turnInput{}, verr
 		}
 		decoded, err := blocks.DecodeList(req.ContentBlocks, "content_blocks")
 		verr.Merge(err)
@@ -99,12 +114,15 @@ func parseTurnRequest(body []byte, maxBlocks int) (blocks.Message, error) {
 	}
 	verr.Merge(validateClientMeta(req.Meta))
 	if err := verr.Err(); err != nil {
-		return blocks.Message{}, err
+		return turnInput{}, err
 	}
 	if *req.Message == "" && len(list) == 0 {
-		return blocks.Message{}, badShape(turnShape, "message: must not be empty unless content_blocks are given")
+		return turnInput{}, badShape(turnShape, "message: must not be empty unless content_blocks are given")
 	}
-	return blocks.NewMessage(blocks.RoleUser, *req.Message, list, req.Meta), nil
+	return turnInput{
+		message:          blocks.NewMessage(blocks.RoleUser, *req.Message, list, req.Meta),
+		stopOnDisconnect: req.StopOnDisconnect, cancelPending: req.CancelPending,
+	}, nil
 }
 
 // validateClientMeta checks a client's _meta: the key grammar, and none of
@@ -185,4 +203,45 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 		return s.writeTurnJSON(w, r, t.Events(r.Context(), -1))
 	}
 	return s.writeTurnSSE(w, r, t.Events(r.Context(), -1))
+}
+
+type cancelRequest struct {
+	TurnID *string `json:"turn_id"`
+}
+
+// stopping is the answer to a stop: the turn is being stopped.
+type stopping struct {
+	TurnID string `json:"turn_id"`
+	Status string `json:"status"`
+}
+
+// handleCancel stops the thread's running turn, on whichever instance runs
+// it: POST /v1/threads/{thread_id}/cancel. It answers 202 at once; the
+// turn's stream ends with its stopped TurnResult.
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) error {
+	id, err := threadID(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r, true)
+	if err != nil {
+		return err
+	}
+	var req cancelRequest
+	if body != nil {
+		if err := decodeStrict(body, &req, cancelShape); err != nil {
+			return err
+		}
+	}
+	turnID := ""
+	if req.TurnID != nil {
+		if turnID = *req.TurnID; !blocks.IsCanonicalID(turnID) {
+			return badShape(cancelShape, "turn_id: must be a turn ID (a UUID)")
+		}
+	}
+	running, err := s.engine.Stop(r.Context(), id, principalFrom(r.Context()), turnID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, jsonType, stopping{TurnID: running, Status: "stopping"})
 }

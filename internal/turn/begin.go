@@ -29,6 +29,10 @@ type Plain struct {
 	// before the turn does (its client went away); otherwise the turn runs
 	// on, to be reattached to.
 	StopOnDisconnect bool
+	// CancelPending cancels the thread's pending elicitation first,
+	// recorded as an answered cancel without resuming the processor,
+	// instead of refusing the turn with a *store.PendingError.
+	CancelPending bool
 }
 
 // Answer asks for the turn that answers a pending elicitation.
