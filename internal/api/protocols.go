@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"chatd/internal/blocks"
-	"chatd/internal/elicit"
 	"chatd/internal/protocol"
 	"chatd/internal/protocol/agui"
 	"chatd/internal/protocol/aisdk"
@@ -75,9 +74,12 @@ func (s *Server) handleAISDKChat(w http.ResponseWriter, r *http.Request) error {
 	continues := ""
 	if req.Answer != nil {
 		continues = req.Answer.MessageID
-		t, err = s.beginAnswer(r, req.ThreadID, req.Answer.ElicitationID, req.Answer.Result, req.Answer.Meta)
+		t, err = s.beginAnswer(r, req.ThreadID, req.Answer, req.StopOnDisconnect)
 	} else {
-		t, err = s.beginProtocolTurn(r, req.ThreadID, req.Text, req.Blocks, idemKey, body)
+		// A new message while a question is pending steers away from it,
+		// as a chat user expects: useChat has no other way to say so.
+		t, err = s.beginProtocolTurn(r, req.ThreadID, req.Text, req.Blocks, idemKey, body,
+			protocolTurn{stopOnDisconnect: req.StopOnDisconnect, cancelPending: true})
 	}
 	stream := s.startUIStream(w, true)
 	defer stream.close()
@@ -156,9 +158,10 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) error {
 	}
 	var t *turn.Turn
 	if req.Answer != nil {
-		t, err = s.beginAnswer(r, req.ThreadID, req.Answer.ElicitationID, req.Answer.Result, req.Answer.Meta)
+		t, err = s.beginAnswer(r, req.ThreadID, req.Answer, req.StopOnDisconnect)
 	} else {
-		t, err = s.beginProtocolTurn(r, req.ThreadID, req.Text, req.Blocks, idemKey, body)
+		t, err = s.beginProtocolTurn(r, req.ThreadID, req.Text, req.Blocks, idemKey, body,
+			protocolTurn{stopOnDisconnect: req.StopOnDisconnect})
 	}
 	stream := s.startUIStream(w, false)
 	defer stream.close()
@@ -172,29 +175,37 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// protocolTurn is what a protocol's request asks of its turn beyond the
+// message.
+type protocolTurn struct {
+	stopOnDisconnect bool
+	cancelPending    bool
+}
+
 // beginProtocolTurn begins a plain turn on a protocol's user message, with
 // the native turn's idempotency (keyed on the whole body).
-func (s *Server) beginProtocolTurn(r *http.Request, threadID, text string, list []blocks.ContentBlock, idemKey string, body []byte) (*turn.Turn, error) {
+func (s *Server) beginProtocolTurn(r *http.Request, threadID, text string, list []blocks.ContentBlock, idemKey string, body []byte, opts protocolTurn) (*turn.Turn, error) {
 	if !blocks.IsCanonicalID(threadID) {
 		return nil, store.ErrNotFound
 	}
 	return s.engine.Begin(r.Context(), turn.Plain{
 		ThreadID: threadID, Principal: principalFrom(r.Context()), Message: blocks.NewMessage(blocks.RoleUser, text, list, nil),
 		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body), Stream: true,
+		StopOnDisconnect: opts.stopOnDisconnect, CancelPending: opts.cancelPending,
 	})
 }
 
 // beginAnswer begins the turn that answers an elicitation.
-func (s *Server) beginAnswer(r *http.Request, threadID, elicitationID string, result elicit.Result, meta map[string]any) (*turn.Turn, error) {
+func (s *Server) beginAnswer(r *http.Request, threadID string, a *protocol.Answer, stopOnDisconnect bool) (*turn.Turn, error) {
 	if !blocks.IsCanonicalID(threadID) {
 		return nil, store.ErrNotFound
 	}
-	if err := validateClientMeta(meta); err != nil {
+	if err := validateClientMeta(a.Meta); err != nil {
 		return nil, err
 	}
 	return s.engine.BeginAnswer(r.Context(), turn.Answer{
-		ThreadID: threadID, Principal: principalFrom(r.Context()), ElicitationID: elicitationID,
-		Result: result, Meta: meta, Stream: true,
+		ThreadID: threadID, Principal: principalFrom(r.Context()), ElicitationID: a.ElicitationID,
+		Result: a.Result, Meta: a.Meta, Stream: true, StopOnDisconnect: stopOnDisconnect,
 	})
 }
 

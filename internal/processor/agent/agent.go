@@ -129,12 +129,23 @@ func (a *Agent) HistoryWindow() int { return a.cfg.HistoryWindow }
 
 // Process implements processor.Processor: it runs the tool loop until the
 // model answers without calling a tool, a call pauses the turn, or the turn
-// has made MaxSteps model calls.
+// has made MaxSteps model calls. A stopped turn stops spending at once: the
+// model's request is closed, a running tool call cancelled, and the reply
+// is what the turn had written, with its tool calls recorded.
 func (a *Agent) Process(ctx context.Context, in processor.Input, emit processor.Emit) (processor.Output, error) {
 	t, err := a.newTurn(ctx, emit)
 	if err != nil {
 		return processor.Output{}, err
 	}
+	out, err := t.process(ctx, in)
+	if err != nil && processor.Stopped(ctx) {
+		return t.output(), nil
+	}
+	return out, err
+}
+
+func (t *turn) process(ctx context.Context, in processor.Input) (processor.Output, error) {
+	a := t.a
 	history, err := a.history.entries(in.History)
 	if err != nil {
 		return processor.Output{}, fmt.Errorf("agent: history: %w", err)
@@ -336,6 +347,11 @@ func (t *turn) output() processor.Output {
 func (t *turn) runCalls(ctx context.Context, calls []toolCall) (*processor.Output, error) {
 	for i, c := range calls {
 		if err := ctx.Err(); err != nil {
+			if processor.Stopped(ctx) {
+				for _, q := range calls[i:] {
+					t.record(q, statusSkipped, "the user stopped the turn")
+				}
+			}
 			return nil, err
 		}
 		if out, err := t.runCall(ctx, c, calls[i+1:]); out != nil || err != nil {
@@ -381,6 +397,12 @@ func (t *turn) execute(ctx context.Context, tool Tool, c toolCall, args json.Raw
 	t.status(c, statusRunning, "Running "+c.Name)
 	res, err := tool.Call(ctx, ToolCall{ID: c.ID, Name: c.Name, Arguments: args, Resume: resume})
 	if ctxErr := ctx.Err(); ctxErr != nil {
+		if processor.Stopped(ctx) {
+			t.record(c, statusCancelled, "the user stopped the turn")
+			for _, q := range queue {
+				t.record(q, statusSkipped, "the user stopped the turn")
+			}
+		}
 		return nil, ctxErr
 	}
 	if err != nil {

@@ -46,9 +46,10 @@ type Run struct {
 	started   bool
 	messageID string
 	textOpen  bool
-	// streamed is set once any text went out, so a reply whose processor
-	// streamed nothing still sends its text (as one delta).
-	streamed bool
+	// streamed counts the bytes of text that went out, so a reply whose
+	// processor streamed nothing still sends its text (as one delta), and a
+	// stopped reply the rest of the text it kept.
+	streamed int
 	ended    bool
 }
 
@@ -151,7 +152,7 @@ func (r *Run) Delta(text string, meta map[string]any) {
 		r.textOpen = true
 		r.event(textEvent{Type: TextMessageStart, MessageID: r.messageID, Role: "assistant"})
 	}
-	r.streamed = true
+	r.streamed += len(text)
 	if len(meta) > 0 {
 		r.event(textEvent{Type: TextMessageContent, MessageID: r.messageID, Delta: text, Metadata: map[string]any{"_meta": meta}})
 		return
@@ -184,8 +185,12 @@ func (r *Run) Completed(res *turn.Result) {
 	if r.messageID == "" {
 		r.Start(turn.Start{MessageID: res.Message.ID})
 	}
-	if !r.streamed {
-		r.Delta(res.Message.Text, nil)
+	switch text := res.Message.Text; {
+	case r.streamed == 0:
+		r.Delta(text, nil)
+	case res.Status == turn.StatusStopped && len(text) > r.streamed:
+		// A stopped turn's kept text begins with what was streamed.
+		r.Delta(text[r.streamed:], nil)
 	}
 	r.closeText()
 	if len(res.Message.ContentBlocks) > 0 || len(res.Message.Meta) > 0 {

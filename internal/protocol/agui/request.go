@@ -23,15 +23,34 @@ type Request struct {
 	// that answers it. Its MessageID is empty: AG-UI names no message to
 	// continue.
 	Answer *protocol.Answer
+	// StopOnDisconnect is forwardedProps.stopOnDisconnect: the run's turn
+	// stops when the client aborts the run (HttpAgent.abortRun).
+	StopOnDisconnect bool
 }
 
 // runAgentInput is AG-UI's RunAgentInput; members chatd does not use
-// (state, tools, context, forwardedProps) are accepted and ignored.
+// (state, tools, context) are accepted and ignored, and of forwardedProps
+// only stopOnDisconnect is read.
 type runAgentInput struct {
-	ThreadID *string           `json:"threadId"`
-	RunID    *string           `json:"runId"`
-	Messages []json.RawMessage `json:"messages"`
-	Resume   []resumeEntry     `json:"resume"`
+	ThreadID       *string           `json:"threadId"`
+	RunID          *string           `json:"runId"`
+	Messages       []json.RawMessage `json:"messages"`
+	Resume         []resumeEntry     `json:"resume"`
+	ForwardedProps json.RawMessage   `json:"forwardedProps"`
+}
+
+// stopOnDisconnect reads forwardedProps.stopOnDisconnect: absent, or any
+// forwardedProps that is not an object, is false.
+func stopOnDisconnect(props json.RawMessage) (bool, error) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(props, &fields) != nil || fields["stopOnDisconnect"] == nil {
+		return false, nil
+	}
+	var on bool
+	if err := json.Unmarshal(fields["stopOnDisconnect"], &on); err != nil {
+		return false, protocol.Inputf("forwardedProps.stopOnDisconnect: must be a boolean")
+	}
+	return on, nil
 }
 
 type resumeEntry struct {
@@ -73,6 +92,9 @@ func DecodeRequest(body []byte) (Request, error) {
 		return Request{}, protocol.Inputf("runId: required")
 	}
 	out := Request{ThreadID: threadID, RunID: *in.RunID}
+	if out.StopOnDisconnect, err = stopOnDisconnect(in.ForwardedProps); err != nil {
+		return Request{}, err
+	}
 	if len(in.Resume) > 0 {
 		answer, err := readResume(in.Resume)
 		out.Answer = answer

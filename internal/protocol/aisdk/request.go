@@ -23,18 +23,24 @@ type Request struct {
 	// continues: the request's messageId, else the ID of the message
 	// holding the tool output.
 	Answer *protocol.Answer
+	// StopOnDisconnect is the body's stopOnDisconnect (sent through
+	// DefaultChatTransport's body option): the turn stops when the client
+	// aborts the request (useChat's stop).
+	StopOnDisconnect bool
 }
 
 // ToolName is the client-side tool a pause is called as.
 const ToolName = "elicitation"
 
 // chatRequest is the body DefaultChatTransport sends. Other members (the
-// transport's body option) are the application's and are ignored.
+// transport's body option) are the application's and are ignored, except
+// stopOnDisconnect.
 type chatRequest struct {
-	ID        *string           `json:"id"`
-	Messages  []json.RawMessage `json:"messages"`
-	Trigger   string            `json:"trigger"`
-	MessageID *string           `json:"messageId"`
+	ID               *string           `json:"id"`
+	Messages         []json.RawMessage `json:"messages"`
+	Trigger          string            `json:"trigger"`
+	MessageID        *string           `json:"messageId"`
+	StopOnDisconnect bool              `json:"stopOnDisconnect"`
 }
 
 type uiMessage struct {
@@ -87,7 +93,7 @@ func DecodeRequest(body []byte) (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
-	out := Request{ThreadID: threadID}
+	out := Request{ThreadID: threadID, StopOnDisconnect: req.StopOnDisconnect}
 	switch msg.Role {
 	case "user":
 		return out, readUserMessage(&out, msg, path)

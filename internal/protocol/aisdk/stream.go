@@ -36,9 +36,10 @@ type Stream struct {
 	start    turn.Start
 	started  bool
 	textOpen bool
-	// streamed is set once any text went out, so a reply whose processor
-	// streamed nothing still sends its text (as one delta).
-	streamed bool
+	// streamed counts the bytes of text that went out, so a reply whose
+	// processor streamed nothing still sends its text (as one delta), and a
+	// stopped reply the rest of the text it kept.
+	streamed int
 	ended    bool
 }
 
@@ -108,6 +109,11 @@ type finishPart struct {
 	FinishReason string `json:"finishReason"`
 }
 
+type abortPart struct {
+	Type   string `json:"type"`
+	Reason string `json:"reason"`
+}
+
 type errorPart struct {
 	Type      string `json:"type"`
 	ErrorText string `json:"errorText"`
@@ -137,9 +143,7 @@ func (s *Stream) Delta(text string, meta map[string]any) {
 		return
 	}
 	s.openText()
-	if text != "" {
-		s.streamed = true
-	}
+	s.streamed += len(text)
 	if len(meta) > 0 {
 		delta := text // a copy, so text itself does not escape on the fast path
 		p := textPart{Type: "text-delta", ID: s.start.MessageID, Delta: &delta, ProviderMetadata: &providerMetaMap{}}
@@ -172,7 +176,7 @@ func (s *Stream) closeText() {
 
 // Completed ends the reply with the turn's result: the text when none was
 // streamed, the content blocks, chatd's metadata, the pause as a call of
-// the elicitation tool, and the finish.
+// the elicitation tool, and the finish (an abort for a stopped turn).
 func (s *Stream) Completed(r *turn.Result) {
 	if s.ended {
 		return
@@ -181,8 +185,12 @@ func (s *Stream) Completed(r *turn.Result) {
 	if !s.started {
 		s.Start(turn.Start{ThreadID: r.ThreadID, TurnID: r.TurnID, MessageID: r.Message.ID, UserMessageID: r.UserMessage.ID})
 	}
-	if !s.streamed && r.Message.Text != "" {
-		s.Delta(r.Message.Text, nil)
+	switch text := r.Message.Text; {
+	case s.streamed == 0 && text != "":
+		s.Delta(text, nil)
+	case r.Status == turn.StatusStopped && len(text) > s.streamed:
+		// A stopped turn's kept text begins with what was streamed.
+		s.Delta(text[s.streamed:], nil)
 	}
 	s.closeText()
 	for _, b := range r.Message.ContentBlocks {
@@ -204,7 +212,12 @@ func (s *Stream) Completed(r *turn.Result) {
 		reason = "tool-calls"
 	}
 	s.part(typePart{Type: "finish-step"})
-	s.part(finishPart{Type: "finish", FinishReason: reason})
+	if r.Status == turn.StatusStopped {
+		// useChat ends a stopped reply as it ends one it aborted itself.
+		s.part(abortPart{Type: "abort", Reason: "stopped"})
+	} else {
+		s.part(finishPart{Type: "finish", FinishReason: reason})
+	}
 	s.write(Done)
 }
 
