@@ -120,4 +120,3 @@ func TestStopCancelsTheMCPToolCall(t *testing.T) {
 		})
 	}
 }
-
