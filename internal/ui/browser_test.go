@@ -395,6 +395,33 @@ func TestReloadMidStream(t *testing.T) {
 	tab.checkQuiet(t)
 }
 
+// TestStopButton stops a streaming reply from the page: the Stop button
+// shows while the reply streams, and the reply stays, marked stopped, with
+// the text written so far, after a reload too.
+func TestStopButton(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	srv := newTestChatd(t, nil, 0, withGate(gate))
+	tab := newTab(t, srv)
+	tab.open(t)
+	assert.True(t, eval[bool](t, tab, `document.getElementById('stop').hidden`), "no Stop button while nothing streams")
+	tab.do(t, chromedp.SetValue(chromedp.CSS("#processor"), "gated"))
+	tab.send(t, "Tell me in two halves")
+	tab.waitJS(t, "the reply to start streaming", `(document.querySelector('.streaming .msg-text')?.textContent || '') === 'First half,'`)
+	tab.waitJS(t, "the Stop button", `!document.getElementById('stop').hidden`)
+	tab.do(t, chromedp.Click(chromedp.CSS("#stop")))
+	stopped := lastAssistant + `.msg-stopped`
+	tab.waitJS(t, "the stopped reply", fmt.Sprintf(`!document.querySelector('.streaming') && document.querySelector(%q)`, stopped))
+	assert.Equal(t, "First half,", eval[string](t, tab, fmt.Sprintf(`document.querySelector(%q).textContent`, stopped+" .msg-text")))
+	assert.Equal(t, "Stopped", eval[string](t, tab, fmt.Sprintf(`document.querySelector(%q).textContent`, stopped+" .stopped-badge")))
+	assert.True(t, eval[bool](t, tab, `document.getElementById('stop').hidden`), "the Stop button goes with the stream")
+	assert.False(t, eval[bool](t, tab, `document.getElementById('send').disabled`), "the composer is free again")
+
+	tab.open(t)
+	tab.waitJS(t, "the stopped reply from history", fmt.Sprintf(`document.querySelector(%q)`, stopped))
+	tab.checkQuiet(t)
+}
+
 // cuttingProxy forwards to chatd but ends the first POST stream and the
 // first reattach stream that carry cutAfter right after that event, as a
 // dropped connection would; it records the Last-Event-ID of every reattach

@@ -14,6 +14,7 @@
     widgets: 'drupal.org/ai.widgets',
     result: 'drupal.org/ai.elicitation_result',
     toolCall: 'drupal.org/ai.tool_call',
+    stopped: 'drupal.org/ai.stopped',
   };
   // The same allow-lists as internal/render: raster images and common audio
   // only (never SVG), as data: URLs built from checked parts.
@@ -34,6 +35,7 @@
     olderCursor: null,
     threadsCursor: null,
     busy: false,
+    streaming: null, // the turn being written, while its Stop button shows
     pending: null, // {request, expiresAt, form}
     expiryTimer: null,
     threadsSupported: true,
@@ -216,6 +218,10 @@
     item.append(head);
     if (meta[META.result]) item.classList.add('msg-answer');
     if (meta[META.elicitationID]) item.classList.add('msg-question');
+    if (meta[META.stopped] === true) {
+      item.classList.add('msg-stopped');
+      head.append(el('span', { class: 'badge stopped-badge', text: 'Stopped' }));
+    }
     fillMessage(item, m);
     return item;
   }
@@ -559,6 +565,29 @@
     $('composer').setAttribute('aria-busy', busy ? 'true' : 'false');
   }
 
+  // The Stop button stops the reply being written, on whichever instance
+  // writes it; the stream then ends with what was kept, marked stopped.
+  function showStop(turn) {
+    state.streaming = turn;
+    $('stop').hidden = !turn;
+    $('stop').disabled = false;
+  }
+
+  async function stopTurn() {
+    const turn = state.streaming;
+    if (!turn || !turn.turnID) return;
+    $('stop').disabled = true;
+    const resp = await request('POST', `/v1/threads/${encodeURIComponent(turn.threadID)}/cancel`, { body: { turn_id: turn.turnID } });
+    // 409: the reply ended meanwhile, and its stream shows how.
+    if (!resp.ok && resp.status !== 409) {
+      const data = await resp.json().catch(() => null);
+      showError(new Problem(resp.status, data));
+      $('stop').disabled = false;
+      return;
+    }
+    await resp.body?.cancel().catch(() => {});
+  }
+
   // streamingItem is the assistant message being written.
   function streamingItem() {
     const item = el('li', { class: 'msg msg-assistant streaming' },
@@ -624,6 +653,7 @@
     if (!turn.done && turn.turnID) {
       // The connection ended early: pick the turn up where it stopped.
       await followTurn(threadID, turn, live, userItem);
+      showStop(null);
     } else if (!turn.done) {
       live.item.remove();
       throw new Error('The connection closed before the reply started.');
@@ -638,6 +668,7 @@
         turn.turnID = data.turn_id || null;
         if (userItem && data.user_message_id) userItem.dataset.id = data.user_message_id;
         if (data.message_id) live.item.dataset.id = data.message_id;
+        showStop(turn);
         return false;
       case 'text.delta':
         if (typeof data.delta === 'string') live.text.textContent += data.delta;
@@ -649,12 +680,14 @@
         return false;
       case 'turn.completed':
         turn.done = true;
+        showStop(null);
         finishTurn(data, live, userItem);
         return true;
       case 'error':
         // Nothing of a failed turn is kept: its message goes back to the
         // composer to try again.
         turn.done = true;
+        showStop(null);
         live.item.remove();
         giveBack(userItem);
         showError(new Problem(data.status || 500, data));
@@ -714,11 +747,13 @@
     setStatus('Reconnected to a reply in progress…');
     const live = streamingItem();
     const turn = { threadID, turnID, lastID: null, done: false };
+    showStop(turn);
     try {
       await followTurn(threadID, turn, live, null);
     } catch (err) {
       showError(err);
     } finally {
+      showStop(null);
       setBusy(false);
       if (state.pending === null) setStatus('');
       refreshThreads();
@@ -1063,6 +1098,7 @@
   // ---- start -----------------------------------------------------------
 
   $('composer').addEventListener('submit', (e) => { e.preventDefault(); send($('input').value); });
+  $('stop').addEventListener('click', () => { stopTurn().catch(showError); });
   $('input').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); send($('input').value); }
   });
