@@ -81,8 +81,8 @@ const sampleBlocks = [
 
 // --- Vercel AI SDK ---
 
-function transport(baseURL = base, headers = alice, fetchFn) {
-  return new DefaultChatTransport({ api: baseURL + '/v1/ai-sdk/chat', headers, fetch: fetchFn });
+function transport(baseURL = base, headers = alice, fetchFn, body) {
+  return new DefaultChatTransport({ api: baseURL + '/v1/ai-sdk/chat', headers, fetch: fetchFn, body });
 }
 
 // userMessage is the UI message useChat's sendMessage({text}) builds.
@@ -133,10 +133,10 @@ function countingFetch() {
   return f;
 }
 
-function newChat(threadId, { baseURL = base, fetchFn } = {}) {
+function newChat(threadId, { baseURL = base, fetchFn, body } = {}) {
   return new TestChat({
     id: threadId,
-    transport: transport(baseURL, alice, fetchFn),
+    transport: transport(baseURL, alice, fetchFn, body),
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithToolCalls,
   });
 }
@@ -259,6 +259,47 @@ test('ai-sdk: reattach to a running turn with resumeStream', async () => {
   assert.equal(third.status, 'ready');
   assert.equal(third.messages.length, 0);
   assert.equal(await transport().reconnectToStream({ chatId: thread }), null);
+});
+
+// A turn that streams a word every 50 ms for a minute unless it is stopped.
+const longTurn = '/slow 50 ' + 'w '.repeat(1200);
+
+// stopRunning stops the thread's running turn through the native API.
+async function stopRunning(threadId) {
+  await waitUntil('the turn to run', async () => (await api(base, 'GET', `/v1/threads/${threadId}`)).body.running_turn !== null);
+  const res = await api(base, 'POST', `/v1/threads/${threadId}/cancel`);
+  assert.equal(res.status, 202);
+  assert.equal(res.body.status, 'stopping');
+}
+
+async function waitStopped(threadId) {
+  await waitUntil('the stopped reply', async () => (await history(threadId)).length === 2);
+  const [, assistant] = await history(threadId);
+  assert.equal(assistant._meta['drupal.org/ai.stopped'], true);
+  assert.ok(assistant.message.length < longTurn.length);
+  return assistant;
+}
+
+test('ai-sdk: useChat\'s stop with stopOnDisconnect stops the turn', async () => {
+  const thread = await newThread();
+  const chat = newChat(thread, { body: { stopOnDisconnect: true } });
+  const sending = chat.sendMessage({ text: longTurn });
+  await waitUntil('the reply to stream', () => chat.lastMessage?.role === 'assistant' && textOf(chat.lastMessage).length > 0);
+  await chat.stop();
+  await sending;
+  assert.equal(chat.status, 'ready');
+  const assistant = await waitStopped(thread);
+  assert.ok(assistant.message.startsWith(textOf(chat.lastMessage)), 'what the chat showed is what was kept, or its beginning');
+});
+
+test('ai-sdk: a stopped turn ends with an abort chunk before [DONE]', async () => {
+  const thread = await newThread();
+  const [{ message, parts }] = await Promise.all([reply(thread, userMessage(longTurn)), stopRunning(thread)]);
+  assert.deepEqual(parts.slice(-3).map((p) => p.type), ['message-metadata', 'finish-step', 'abort']);
+  assert.ok(!parts.some((p) => p.type === 'finish'));
+  const assistant = await waitStopped(thread);
+  assert.equal(textOf(message), assistant.message);
+  assert.equal(message.metadata.chatd._meta['drupal.org/ai.stopped'], true);
 });
 
 // --- AG-UI ---
@@ -393,4 +434,30 @@ test('ag-ui: an unknown thread, another principal\'s, and a failing processor ar
   const failed = await run(agent);
   assert.deepEqual(failed.types, ['RUN_STARTED', 'RUN_ERROR']);
   assert.equal(failed.events[1].code, 'processor_failed');
+});
+
+test('ag-ui: abortRun with forwardedProps.stopOnDisconnect stops the turn', async () => {
+  const thread = await newThread();
+  const agent = newAgent(thread);
+  say(agent, longTurn);
+  let content = 0;
+  const running = agent.runAgent({ forwardedProps: { stopOnDisconnect: true } }, {
+    onEvent: ({ event }) => { if (event.type === 'TEXT_MESSAGE_CONTENT' && ++content === 2) agent.abortRun(); },
+  }).catch(() => {});
+  await running;
+  await waitStopped(thread);
+});
+
+test('ag-ui: a stopped run finishes with success after the partial text', async () => {
+  const thread = await newThread();
+  const agent = newAgent(thread);
+  say(agent, longTurn);
+  const [{ events, types, failure }] = await Promise.all([run(agent), stopRunning(thread)]);
+  assert.equal(failure, undefined);
+  assert.deepEqual(types.slice(-3), ['TEXT_MESSAGE_END', 'CUSTOM', 'RUN_FINISHED']);
+  assert.equal(events.at(-1).outcome.type, 'success');
+  const assistant = await waitStopped(thread);
+  assert.equal(agent.messages.at(-1).content, assistant.message);
+  const custom = events.find((e) => e.type === 'CUSTOM' && e.name === 'chatd.content_blocks');
+  assert.equal(custom.value._meta['drupal.org/ai.stopped'], true);
 });
