@@ -59,7 +59,7 @@
 //	                        chunk's greatest ID and record lengths; the
 //	                        newest 64–95 messages one to a field with their
 //	                        position by ID; positions of IDs minted out of
-//	                        order (see historyLua in history.go). About 1.1×
+//	                        order (see lua/lib/history.lua). About 1.1×
 //	                        the JSON, against 2.1× for a sorted set plus a
 //	                        hash entry per message
 //	chatd:{T}:pending       hash: id, data (JSON: request, base64 state,

@@ -146,7 +146,7 @@ func splitHosts(rawURL string) string {
 type redisKeys struct {
 	thread, hist, pending, elicitations, lock, idem, idemexp string
 	// msgs and msgdata held history in the earlier layout; scripts convert
-	// what they find there (see historyLua).
+	// what they find there (see lua/lib/history.lua).
 	msgs, msgdata string
 }
 

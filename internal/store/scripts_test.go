@@ -37,15 +37,32 @@ func TestLuaPrelude(t *testing.T) {
 	assert.Contains(t, luaPrelude("local t = owned_thread(KEYS[1], ARGV[1])"), "-- owned_thread returns")
 	assert.Empty(t, luaPrelude("return 1"))
 
-	// A lazy function defines what its call needs inside itself, so a
-	// script's top carries none of it.
-	lazy := lazyLua("read_window", "n", "hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], n)")
-	assert.True(t, strings.HasPrefix(lazy, "local function read_window(n)\n"))
-	assert.True(t, strings.HasSuffix(lazy, "return hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], n)\nend\n"))
+	// A function with a link marker defines what it calls inside itself,
+	// so the script's top carries none of it.
+	begin := linkScript("begin_turn.lua")
+	at := strings.Index(begin, "local function read_window(n)\n")
+	require.GreaterOrEqual(t, at, 0, "begin_turn.lua defines read_window")
+	const call = "return hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], n)\nend\n"
+	end := strings.Index(begin, call)
+	require.Greater(t, end, at, "read_window ends with its call")
+	lazy := begin[at : end+len(call)]
+	assert.NotContains(t, lazy, luaLinkMarker, "the marker is replaced")
 	for _, name := range []string{"hist_window", "hist_open", "hist_range", "seal"} {
 		assert.True(t, defines(lazy, name), "the lazy function defines %s", name)
+		assert.False(t, defines(begin[:at], name), "the script's top does not define %s", name)
 	}
 	assert.Empty(t, luaPrelude("return read_window(5)"), "read_window is no helper of the top")
+}
+
+// TestLuaLib: every helper calls only helpers defined before it, so a
+// script's prelude defines each before its first use.
+func TestLuaLib(t *testing.T) {
+	require.NotEmpty(t, luaLib)
+	for i, d := range luaLib {
+		for _, later := range luaLib[i+1:] {
+			assert.False(t, later.referredBy(d.code), "%v calls %v, defined after it", d.names, later.names)
+		}
+	}
 }
 
 // TestIDLess: id_less orders IDs as bytes do, with the server's own
