@@ -138,8 +138,14 @@ func splitHosts(rawURL string) string {
 
 // run executes a script (EVALSHA, falling back to EVAL the first time a
 // server sees it) and splits its reply into status and data.
-func (r *Redis) run(ctx context.Context, op string, s *redis.Script, keys []string, args ...any) (string, []any, error) {
-	return splitReply(op, s.Run(ctx, r.client, keys, args...))
+func (r *Redis) run(ctx context.Context, op string, c scriptCall) (string, []any, error) {
+	return splitReply(op, c.script().Run(ctx, r.client, c.keys(), c.args()...))
+}
+
+// evalSha queues c by its script's hash on a pipeline (or sends it); the
+// caller makes sure the server has the script.
+func evalSha(ctx context.Context, s redis.Scripter, c scriptCall) *redis.Cmd {
+	return c.script().EvalSha(ctx, s, c.keys(), c.args()...)
 }
 
 // runWithIndex runs a script on a thread's keys and, in the same pipeline
@@ -147,7 +153,8 @@ func (r *Redis) run(ctx context.Context, op string, s *redis.Script, keys []stri
 // owner's thread index. A script the server does not know yet is loaded and
 // the pipeline sent again: the scripts are idempotent per call, and so are
 // the index commands.
-func (r *Redis) runWithIndex(ctx context.Context, op string, s *redis.Script, keys []string, args []any, index func(redis.Pipeliner)) (string, []any, error) {
+func (r *Redis) runWithIndex(ctx context.Context, op string, c scriptCall, index func(redis.Pipeliner)) (string, []any, error) {
+	s, keys, args := c.script(), c.keys(), c.args()
 	var cmd *redis.Cmd
 	send := func() error {
 		_, err := r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -181,10 +188,10 @@ func (r *Redis) runWithIndex(ctx context.Context, op string, s *redis.Script, ke
 // extra round trip; a script that answered OK but reached fewer replicas
 // than asked within WaitTimeout is ErrUnavailable. The index, a listing aid
 // on another slot, is then updated alongside, not waited for.
-func (r *Redis) runWrite(ctx context.Context, op string, s *redis.Script, keys []string, args []any, index func(redis.Pipeliner)) (string, []any, error) {
+func (r *Redis) runWrite(ctx context.Context, op string, c scriptCall, index func(redis.Pipeliner)) (string, []any, error) {
 	n := r.opts.WaitReplicas
 	if n <= 0 {
-		return r.runWithIndex(ctx, op, s, keys, args, index)
+		return r.runWithIndex(ctx, op, c, index)
 	}
 	indexed := make(chan struct{})
 	go func() {
@@ -192,33 +199,7 @@ func (r *Redis) runWrite(ctx context.Context, op string, s *redis.Script, keys [
 		_, _ = r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error { index(pipe); return nil })
 	}()
 	defer func() { <-indexed }()
-	var (
-		reply []any
-		acked int64
-		err   error
-	)
-	cluster, isCluster := r.client.(*redis.ClusterClient)
-	for attempt := 0; ; attempt++ {
-		var c redis.Cmdable = r.client
-		if isCluster {
-			// WAIT names no key, so a ClusterClient would send it to any
-			// master: send both to the master of the thread's slot.
-			node, nerr := cluster.MasterForKey(ctx, keys[0])
-			if nerr != nil {
-				return "", nil, wrapRedisError(op, nerr)
-			}
-			c = node
-		}
-		reply, acked, err = evalAndWait(ctx, c, s, keys, args, n, r.opts.WaitTimeout)
-		// MOVED or ASK: the slot has moved (a failover, a resharding) since
-		// the client last read the slot map, and the script did not run.
-		// Read the map again and retry once on the new master.
-		if isCluster && attempt == 0 && err != nil && isRedirect(err) {
-			cluster.ReloadState(ctx)
-			continue
-		}
-		break
-	}
+	reply, acked, err := r.evalOnMaster(ctx, c, n)
 	if err != nil {
 		return "", nil, wrapRedisError(op, err)
 	}
@@ -231,6 +212,33 @@ func (r *Redis) runWrite(ctx context.Context, op string, s *redis.Script, keys [
 			op, ErrUnavailable, acked, n, r.opts.WaitTimeout)
 	}
 	return status, reply[1:], nil
+}
+
+// evalOnMaster runs c followed by WAIT for n replicas (see evalAndWait) on
+// the master of its keys' slot.
+func (r *Redis) evalOnMaster(ctx context.Context, c scriptCall, n int) ([]any, int64, error) {
+	s, keys, args := c.script(), c.keys(), c.args()
+	cluster, isCluster := r.client.(*redis.ClusterClient)
+	if !isCluster {
+		return evalAndWait(ctx, r.client, s, keys, args, n, r.opts.WaitTimeout)
+	}
+	for attempt := 0; ; attempt++ {
+		// WAIT names no key, so a ClusterClient would send it to any
+		// master: send both to the master of the thread's slot.
+		node, err := cluster.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return nil, 0, err
+		}
+		reply, acked, err := evalAndWait(ctx, node, s, keys, args, n, r.opts.WaitTimeout)
+		// MOVED or ASK: the slot has moved (a failover, a resharding) since
+		// the client last read the slot map, and the script did not run.
+		// Read the map again and retry once on the new master.
+		if attempt == 0 && err != nil && isRedirect(err) {
+			cluster.ReloadState(ctx)
+			continue
+		}
+		return reply, acked, err
+	}
 }
 
 // evalAndWait sends EVALSHA and WAIT in one pipeline, and again with EVAL

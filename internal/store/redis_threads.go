@@ -24,8 +24,7 @@ func (r *Redis) CreateThread(ctx context.Context, t Thread) error {
 	// The principal's index counts and lists the thread in the same round
 	// trip; a create it finds over the quota is undone.
 	var listed *redis.Cmd
-	status, _, err := r.runWrite(ctx, "create thread", createScript, []string{k.thread},
-		[]any{t.Owner, t.Processor, formatTime(t.CreatedAt), formatTime(t.UpdatedAt), r.opts.ThreadTTL.Milliseconds(), call},
+	status, _, err := r.runWrite(ctx, "create thread", createThreadCall{k: k, t: t, ttl: r.opts.ThreadTTL, callID: call},
 		func(pipe redis.Pipeliner) { listed = r.indexNew(ctx, pipe, t) })
 	if err != nil {
 		return err
@@ -43,8 +42,7 @@ func (r *Redis) CreateThread(ctx context.Context, t Thread) error {
 // none). It returns ErrNotFound when the thread does not exist or principal
 // does not own it, and ErrUnavailable when Redis cannot be reached.
 func (r *Redis) GetThread(ctx context.Context, threadID, principal string) (Thread, *Pending, error) {
-	k := keysFor(threadID)
-	status, data, err := r.run(ctx, "get thread", getScript, []string{k.thread, k.pending, k.lock}, principal)
+	status, data, err := r.run(ctx, "get thread", getThreadCall{k: keysFor(threadID), principal: principal})
 	if err != nil {
 		return Thread{}, nil, err
 	}
@@ -72,7 +70,7 @@ func (r *Redis) GetThread(ctx context.Context, threadID, principal string) (Thre
 // DeleteThread removes the thread and every key it owns. It returns
 // ErrNotFound when the thread does not exist or principal does not own it.
 func (r *Redis) DeleteThread(ctx context.Context, threadID, principal string) error {
-	status, _, err := r.runWrite(ctx, "delete thread", deleteScript, keysFor(threadID).all(), []any{principal},
+	status, _, err := r.runWrite(ctx, "delete thread", deleteThreadCall{k: keysFor(threadID), principal: principal},
 		func(pipe redis.Pipeliner) { pipe.ZRem(ctx, ownerKey(principal), threadID) })
 	if err != nil {
 		return err
@@ -108,13 +106,6 @@ func (r *Redis) touchIndex(owner, threadID string, updated time.Time, existing b
 // changed since it was read, so concurrent patches never lose a key.
 func (r *Redis) UpdateThread(ctx context.Context, threadID, principal string, patch ThreadPatch) (Thread, error) {
 	k := keysFor(threadID)
-	title, hasTitle, setTitle := "", 0, 0
-	if patch.SetTitle {
-		setTitle = 1
-		if patch.Title != nil {
-			title, hasTitle = *patch.Title, 1
-		}
-	}
 	for attempt := 0; ; attempt++ {
 		current, _, err := r.GetThread(ctx, threadID, principal)
 		if err != nil {
@@ -133,9 +124,9 @@ func (r *Redis) UpdateThread(ctx context.Context, threadID, principal string, pa
 			return Thread{}, err
 		}
 		now := time.Now()
-		status, data, err := r.runWithIndex(ctx, "update thread", updateThreadScript, []string{k.thread, k.lock},
-			[]any{principal, read, next, setTitle, title, hasTitle, formatTime(now), r.opts.ThreadTTL.Milliseconds()},
-			r.touchIndex(principal, threadID, now, true))
+		call := updateThreadCall{k: k, principal: principal, metadataRead: read, metadata: next,
+			setTitle: patch.SetTitle, title: patch.Title, updated: now, ttl: r.opts.ThreadTTL}
+		status, data, err := r.runWithIndex(ctx, "update thread", call, r.touchIndex(principal, threadID, now, true))
 		if err != nil {
 			return Thread{}, err
 		}
@@ -162,47 +153,33 @@ func (r *Redis) ListThreads(ctx context.Context, principal string, limit int, cu
 	if limit < 1 {
 		return ThreadList{}, fmt.Errorf("store: limit %d: must be positive", limit)
 	}
-	after, err := parseThreadCursor(cursor)
+	c, err := parseThreadCursor(cursor)
 	if err != nil {
 		return ThreadList{}, err
 	}
 	index := ownerKey(principal)
 	var list ThreadList
-	// positioned says whether after holds a position to list from (the
-	// cursor's, then the last thread listed).
-	positioned := cursor != ""
+	// after is the position to list from: the cursor's, then the last
+	// thread listed; nil for the first page.
+	var after *threadCursor
+	if cursor != "" {
+		after = &c
+	}
 	for {
 		// One more than needed tells whether another page exists.
 		want := limit - len(list.Threads) + 1
-		score := ""
-		if positioned {
-			score = strconv.FormatInt(after.updated, 10)
-		}
-		status, data, err := r.run(ctx, "list threads", listThreadsScript, []string{index}, want, score, after.id)
+		ids, err := r.listIndex(ctx, listThreadsCall{index: index, count: want, after: after})
 		if err != nil {
 			return ThreadList{}, err
-		}
-		if status != "OK" {
-			return ThreadList{}, unexpectedStatus("list threads", status)
-		}
-		var ids []threadCursor
-		for i := 0; i+1 < len(data); i += 2 {
-			id, _ := replyString(data[i])
-			s, _ := replyString(data[i+1])
-			ms, err := strconv.ParseFloat(s, 64)
-			if err != nil {
-				return ThreadList{}, fmt.Errorf("store: corrupt thread index score %q", s)
-			}
-			ids = append(ids, threadCursor{updated: int64(ms), id: id})
 		}
 		states, err := r.threadStates(ctx, principal, ids)
 		if err != nil {
 			return ThreadList{}, err
 		}
 		var stale []any
-		for i, c := range ids {
+		for i, id := range ids {
 			if states[i] == nil {
-				stale = append(stale, c.id)
+				stale = append(stale, id.id)
 				continue
 			}
 			if len(list.Threads) == limit {
@@ -210,7 +187,7 @@ func (r *Redis) ListThreads(ctx context.Context, principal string, limit int, cu
 				break
 			}
 			list.Threads = append(list.Threads, *states[i])
-			after, positioned = c, true
+			after = &ids[i]
 		}
 		if len(stale) > 0 {
 			if err := r.client.ZRem(ctx, index, stale...).Err(); err != nil {
@@ -223,20 +200,42 @@ func (r *Redis) ListThreads(ctx context.Context, principal string, limit int, cu
 	}
 }
 
+// listIndex reads a run of a principal's thread index: the threads' IDs
+// and when they were last updated.
+func (r *Redis) listIndex(ctx context.Context, c listThreadsCall) ([]threadCursor, error) {
+	status, data, err := r.run(ctx, "list threads", c)
+	if err != nil {
+		return nil, err
+	}
+	if status != "OK" {
+		return nil, unexpectedStatus("list threads", status)
+	}
+	var ids []threadCursor
+	for i := 0; i+1 < len(data); i += 2 {
+		id, _ := replyString(data[i])
+		s, _ := replyString(data[i+1])
+		ms, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("store: corrupt thread index score %q", s)
+		}
+		ids = append(ids, threadCursor{updated: int64(ms), id: id})
+	}
+	return ids, nil
+}
+
 // threadStates reads each thread in one pipeline; a thread that no longer
 // exists (or is not principal's) is nil.
 func (r *Redis) threadStates(ctx context.Context, principal string, ids []threadCursor) ([]*ThreadState, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	if err := getScript.Load(ctx, r.client).Err(); err != nil {
+	if err := getThreadScript.Load(ctx, r.client).Err(); err != nil {
 		return nil, wrapRedisError("list threads", err)
 	}
 	cmds := make([]*redis.Cmd, len(ids))
 	_, err := r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, c := range ids {
-			k := keysFor(c.id)
-			cmds[i] = getScript.EvalSha(ctx, pipe, []string{k.thread, k.pending, k.lock}, principal)
+			cmds[i] = evalSha(ctx, pipe, getThreadCall{k: keysFor(c.id), principal: principal})
 		}
 		return nil
 	})
@@ -272,10 +271,10 @@ func (r *Redis) threadStates(ctx context.Context, principal string, ids []thread
 }
 
 // indexNew lists new thread t in its owner's index if the owner has fewer
-// than MaxThreads listed (indexNewScript).
-func (r *Redis) indexNew(ctx context.Context, c redis.Scripter, t Thread) *redis.Cmd {
-	return indexNewScript.Eval(ctx, c, []string{ownerKey(t.Owner)},
-		r.opts.MaxThreads, t.ID, t.UpdatedAt.UnixMilli(), r.opts.ThreadTTL.Milliseconds())
+// than MaxThreads listed.
+func (r *Redis) indexNew(ctx context.Context, s redis.Scripter, t Thread) *redis.Cmd {
+	c := indexNewCall{t: t, maxThreads: r.opts.MaxThreads, ttl: r.opts.ThreadTTL}
+	return c.script().Eval(ctx, s, c.keys(), c.args()...)
 }
 
 // enforceQuota undoes the create of t when its owner already had MaxThreads
@@ -300,35 +299,12 @@ func (r *Redis) enforceQuota(ctx context.Context, t Thread, listed *redis.Cmd) e
 	if len(reply) == 0 || reply[0] != "FULL" {
 		return nil
 	}
-	var ids []any
-	recent := time.Now().Add(-quotaGrace).UnixMilli()
-	for i := 1; i+1 < len(reply); i += 2 {
-		member, _ := replyString(reply[i])
-		score, _ := replyString(reply[i+1])
-		if ms, err := strconv.ParseFloat(score, 64); member != t.ID && err == nil && int64(ms) < recent {
-			ids = append(ids, member)
-		}
-	}
-	if err := existsScript.Load(ctx, r.client).Err(); err != nil {
-		return r.undoCreate(ctx, t, wrapRedisError("count threads", err))
-	}
-	exists := make([]*redis.Cmd, len(ids))
-	if _, err := r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, id := range ids {
-			exists[i] = existsScript.EvalSha(ctx, pipe, []string{keysFor(id.(string)).thread})
-		}
-		return nil
-	}); err != nil {
-		return r.undoCreate(ctx, t, wrapRedisError("count threads", err))
-	}
-	var dead []any
-	for i, c := range exists {
-		if n, _ := c.Int64(); n == 0 {
-			dead = append(dead, ids[i])
-		}
+	dead, err := r.deadThreads(ctx, quotaSuspects(t, reply[1:]))
+	if err != nil {
+		return r.undoCreate(ctx, t, err)
 	}
 	if len(dead) > 0 {
-		if _, _, err := r.run(ctx, "count threads", unindexScript, []string{ownerKey(t.Owner)}, dead...); err != nil {
+		if _, _, err := r.run(ctx, "count threads", unindexCall{index: ownerKey(t.Owner), ids: dead}); err != nil {
 			return r.undoCreate(ctx, t, err)
 		}
 		// Room was made: t takes it unless a racing create took it first.
@@ -342,6 +318,44 @@ func (r *Redis) enforceQuota(ctx context.Context, t Thread, listed *redis.Cmd) e
 		}
 	}
 	return r.undoCreate(ctx, t, fmt.Errorf("store: principal owns %d threads: %w", r.opts.MaxThreads, ErrQuotaExceeded))
+}
+
+// quotaSuspects are the threads a full index lists (thread ID and score
+// pairs) that may be dead: not t, and listed or updated before quotaGrace.
+func quotaSuspects(t Thread, listed []any) []string {
+	var ids []string
+	recent := time.Now().Add(-quotaGrace).UnixMilli()
+	for i := 0; i+1 < len(listed); i += 2 {
+		member, _ := replyString(listed[i])
+		score, _ := replyString(listed[i+1])
+		if ms, err := strconv.ParseFloat(score, 64); member != t.ID && err == nil && int64(ms) < recent {
+			ids = append(ids, member)
+		}
+	}
+	return ids
+}
+
+// deadThreads returns those of ids whose thread no longer exists.
+func (r *Redis) deadThreads(ctx context.Context, ids []string) ([]string, error) {
+	if err := existsScript.Load(ctx, r.client).Err(); err != nil {
+		return nil, wrapRedisError("count threads", err)
+	}
+	exists := make([]*redis.Cmd, len(ids))
+	if _, err := r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, id := range ids {
+			exists[i] = evalSha(ctx, pipe, existsCall{k: keysFor(id)})
+		}
+		return nil
+	}); err != nil {
+		return nil, wrapRedisError("count threads", err)
+	}
+	var dead []string
+	for i, c := range exists {
+		if n, _ := c.Int64(); n == 0 {
+			dead = append(dead, ids[i])
+		}
+	}
+	return dead, nil
 }
 
 // listAnyway lists t in its owner's index, unchecked, when the checked

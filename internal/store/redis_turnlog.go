@@ -14,9 +14,8 @@ import (
 // AppendTurnEvents adds events to the log of a running turn, in one round
 // trip. A log that has expired takes nothing and is not an error.
 func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, events []TurnEvent) error {
-	status, _, err := r.run(ctx, "append turn events", appendEventsScript,
-		[]string{turnKey(threadID, turnID), keysFor(threadID).lock},
-		eventArgs([]any{turnID, r.opts.TurnEventsTTL.Milliseconds()}, TurnEvent{}, events)...)
+	status, _, err := r.run(ctx, "append turn events", appendEventsCall{k: keysFor(threadID), logKey: turnKey(threadID, turnID),
+		turnID: turnID, eventsTTL: r.opts.TurnEventsTTL, log: newLogBatch(TurnEvent{}, events)})
 	if err != nil {
 		return err
 	}
@@ -34,9 +33,8 @@ func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, e
 // exist, and ErrUnavailable.
 func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
 	key := turnKey(threadID, turnID)
-	k := keysFor(threadID)
-	status, data, err := r.run(ctx, "turn events", turnEventsScript, []string{k.thread, key, k.lock},
-		principal, after, turnID, r.opts.TurnEventsTTL.Milliseconds())
+	status, data, err := r.run(ctx, "turn events", turnEventsCall{k: keysFor(threadID), logKey: key,
+		principal: principal, after: after, turnID: turnID, eventsTTL: r.opts.TurnEventsTTL})
 	if err != nil {
 		return nil, false, err
 	}
@@ -104,12 +102,20 @@ func eventsFromReply(data []any, after int) ([]TurnEvent, error) {
 	return out, nil
 }
 
-// eventArgs appends the ID of the last of events and the records of start
-// (when the turn logged a first event: see close_log in the scripts) and of
-// events; 0 and "" when there are no events.
-func eventArgs(args []any, start TurnEvent, events []TurnEvent) []any {
+// logBatch is a batch of a turn's events as the scripts take them (see
+// add_events and close_log): the ID of its last event (0: none) and the
+// events' records.
+type logBatch struct {
+	last    int
+	records []byte
+}
+
+// newLogBatch is the batch of events, after start's record when the turn
+// logged a first event (a log that ends holding only that one is written
+// whole from the batch).
+func newLogBatch(start TurnEvent, events []TurnEvent) logBatch {
 	if len(events) == 0 {
-		return append(args, 0, "")
+		return logBatch{}
 	}
 	size := len(start.Name) + len(start.Data) + 24
 	for _, e := range events {
@@ -122,7 +128,7 @@ func eventArgs(args []any, start TurnEvent, events []TurnEvent) []any {
 	for _, e := range events {
 		records = appendRecord(records, e)
 	}
-	return append(args, events[len(events)-1].ID, records)
+	return logBatch{last: events[len(events)-1].ID, records: records}
 }
 
 // appendRecord appends one event of a turn log: the header

@@ -8,17 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// windowArgs appends the history window to a begin script's arguments: the
-// default, then processor name and window pairs for the script to match
-// against the thread's processor.
-func windowArgs(window int, byProcessor map[string]int, args ...any) []any {
-	args = append(args, max(window, 0))
-	for name, n := range byProcessor {
-		args = append(args, name, max(n, 0))
-	}
-	return args
-}
-
 // BeginTurn starts a plain turn; see the package documentation for the order
 // of its checks. It returns ErrNotFound, ErrBusy, a *PendingError or
 // ErrUnavailable.
@@ -34,11 +23,9 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 	if b.IdempotencyKey != "" {
 		field = idempotencyField(b.Principal, b.IdempotencyKey)
 	}
-	k := keysFor(b.ThreadID)
-	args := []any{b.Principal, field, token, b.LockTTL.Milliseconds(), b.Turn.ID, b.Turn.Fingerprint, lockRecord(b.Turn), time.Now().UnixMilli()}
-	status, data, err := r.run(ctx, "begin turn", beginTurnScript,
-		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.idem, k.idemexp, k.hist},
-		windowArgs(b.Window, b.WindowByProcessor, args...)...)
+	status, data, err := r.run(ctx, "begin turn", beginTurnCall{k: keysFor(b.ThreadID), principal: b.Principal,
+		idemField: field, token: token, lockTTL: b.LockTTL, turn: b.Turn, started: time.Now(),
+		window: historyWindow{n: b.Window, byProcessor: b.WindowByProcessor}})
 	if err != nil {
 		return TurnStart{}, err
 	}
@@ -93,11 +80,9 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 	if err != nil {
 		return TurnStart{}, err
 	}
-	k := keysFor(b.ThreadID)
-	args := []any{b.Principal, b.ElicitationID, token, b.LockTTL.Milliseconds(), b.Turn.ID, lockRecord(b.Turn), time.Now().UnixMilli()}
-	status, data, err := r.run(ctx, "begin resume", beginResumeScript,
-		[]string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.hist},
-		windowArgs(b.Window, b.WindowByProcessor, args...)...)
+	status, data, err := r.run(ctx, "begin resume", beginResumeCall{k: keysFor(b.ThreadID), principal: b.Principal,
+		elicitationID: b.ElicitationID, token: token, lockTTL: b.LockTTL, turn: b.Turn, started: time.Now(),
+		window: historyWindow{n: b.Window, byProcessor: b.WindowByProcessor}})
 	if err != nil {
 		return TurnStart{}, err
 	}
@@ -140,55 +125,15 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 // be reached (the outcome is then unknown). A re-send of this call's script
 // that finds its own commit done answers as the commit did.
 func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
-	enc, err := encodeMessages(c.Messages)
+	call, err := r.commitCall(c)
 	if err != nil {
 		return err
 	}
-	var pauseID, pauseData string
-	var pauseExpires int64
-	if c.Pause != nil {
-		b, err := encodePending(*c.Pause)
-		if err != nil {
-			return err
-		}
-		pauseID, pauseData, pauseExpires = c.Pause.ElicitationID, string(b), c.Pause.ExpiresAt.UnixMilli()
-	}
-	var idemField, idemData string
-	if c.Idempotency != nil {
-		b, err := encodeIdempotency(*c.Idempotency)
-		if err != nil {
-			return err
-		}
-		idemField, idemData = idempotencyField(c.Idempotency.Principal, c.Idempotency.Key), string(b)
-	}
-	call, err := newCallID()
-	if err != nil {
-		return err
-	}
-	eventsTTL := int64(0)
-	if c.TurnID != "" {
-		eventsTTL = r.opts.TurnEventsTTL.Milliseconds()
-	}
-	now := time.Now()
-	args := make([]any, 0, 18+2*len(enc))
-	args = append(args,
-		c.LockToken, formatTime(now), r.opts.HistoryMax, r.opts.ThreadTTL.Milliseconds(),
-		c.Consumed, pauseID, pauseData, pauseExpires,
-		idemField, idemData, r.opts.IdempotencyTTL.Milliseconds(),
-		call, c.Preview, eventsTTL, len(enc))
-	for _, e := range enc {
-		args = append(args, e.id, e.data)
-	}
-	args = append(args, r.opts.HistoryMaxBytes)
-	args = eventArgs(args, c.Start, c.Events)
-
-	k := keysFor(c.ThreadID)
-	keys := []string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp, turnKey(c.ThreadID, c.TurnID), k.hist}
 	index := func(redis.Pipeliner) {}
 	if c.Owner != "" {
-		index = r.touchIndex(c.Owner, c.ThreadID, now, true)
+		index = r.touchIndex(c.Owner, c.ThreadID, call.updated, true)
 	}
-	status, _, err := r.runWrite(ctx, "commit turn", commitScript, keys, args, index)
+	status, _, err := r.runWrite(ctx, "commit turn", call, index)
 	if err != nil {
 		return err
 	}
@@ -203,18 +148,45 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	return unexpectedStatus("commit turn", status)
 }
 
+// commitCall is the script call that writes c, with its records encoded
+// and a new call ID.
+func (r *Redis) commitCall(c Commit) (commitTurnCall, error) {
+	call := commitTurnCall{k: keysFor(c.ThreadID), logKey: turnKey(c.ThreadID, c.TurnID), token: c.LockToken,
+		updated: time.Now(), threadTTL: r.opts.ThreadTTL, historyMax: r.opts.HistoryMax, historyMaxBytes: r.opts.HistoryMaxBytes,
+		consumed: c.Consumed, pause: c.Pause, idem: c.Idempotency, idemTTL: r.opts.IdempotencyTTL, preview: c.Preview,
+		log: newLogBatch(c.Start, c.Events)}
+	var err error
+	if call.messages, err = encodeMessages(c.Messages); err != nil {
+		return commitTurnCall{}, err
+	}
+	if c.Pause != nil {
+		if call.pauseJSON, err = encodePending(*c.Pause); err != nil {
+			return commitTurnCall{}, err
+		}
+	}
+	if c.Idempotency != nil {
+		if call.idemJSON, err = encodeIdempotency(*c.Idempotency); err != nil {
+			return commitTurnCall{}, err
+		}
+	}
+	if c.TurnID != "" {
+		call.eventsTTL = r.opts.TurnEventsTTL
+	}
+	call.callID, err = newCallID()
+	return call, err
+}
+
 // Release ends a begun turn without writing its outcome, un-claiming the
 // elicitation a resume claimed, and appends rel.Events to the turn's log. It
 // returns ErrLockLost when rel.LockToken no longer holds the lock, which
 // includes a re-send of a release that ran.
 func (r *Redis) Release(ctx context.Context, rel ReleaseTurn) error {
-	eventsTTL := int64(0)
+	call := releaseTurnCall{k: keysFor(rel.ThreadID), logKey: turnKey(rel.ThreadID, rel.TurnID), token: rel.LockToken,
+		log: newLogBatch(rel.Start, rel.Events)}
 	if rel.TurnID != "" {
-		eventsTTL = r.opts.TurnEventsTTL.Milliseconds()
+		call.eventsTTL = r.opts.TurnEventsTTL
 	}
-	status, _, err := r.run(ctx, "release", releaseScript,
-		[]string{keysFor(rel.ThreadID).lock, turnKey(rel.ThreadID, rel.TurnID)},
-		eventArgs([]any{rel.LockToken, eventsTTL}, rel.Start, rel.Events)...)
+	status, _, err := r.run(ctx, "release", call)
 	if err != nil {
 		return err
 	}
@@ -234,8 +206,7 @@ func (r *Redis) History(ctx context.Context, threadID, principal string, limit i
 	if err := checkLimit(limit); err != nil {
 		return Page{}, err
 	}
-	k := keysFor(threadID)
-	status, data, err := r.run(ctx, "history", historyScript, []string{k.thread, k.msgs, k.msgdata, k.hist}, principal, limit, before)
+	status, data, err := r.run(ctx, "history", historyPageCall{k: keysFor(threadID), principal: principal, limit: limit, before: before})
 	if err != nil {
 		return Page{}, err
 	}
@@ -268,9 +239,8 @@ func (r *Redis) RenewLock(ctx context.Context, threadID, lockToken, turnID strin
 	if err := checkLockTTL(ttl); err != nil {
 		return err
 	}
-	status, _, err := r.run(ctx, "renew lock", renewScript,
-		[]string{keysFor(threadID).lock, turnKey(threadID, turnID)},
-		lockToken, ttl.Milliseconds(), r.opts.TurnEventsTTL.Milliseconds())
+	status, _, err := r.run(ctx, "renew lock", renewLockCall{k: keysFor(threadID), logKey: turnKey(threadID, turnID),
+		token: lockToken, lease: ttl, eventsTTL: r.opts.TurnEventsTTL})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,10 @@ package store
 
 import (
 	"context"
+	"io/fs"
+	"path"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -42,7 +46,7 @@ func TestLuaPrelude(t *testing.T) {
 	begin := linkScript("begin_turn.lua")
 	at := strings.Index(begin, "local function read_window(n)\n")
 	require.GreaterOrEqual(t, at, 0, "begin_turn.lua defines read_window")
-	const call = "return hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], n)\nend\n"
+	const call = "return hist_window(thread_key, msgs_key, msgdata_key, history_key, n)\nend\n"
 	end := strings.Index(begin, call)
 	require.Greater(t, end, at, "read_window ends with its call")
 	lazy := begin[at : end+len(call)]
@@ -62,6 +66,62 @@ func TestLuaLib(t *testing.T) {
 		for _, later := range luaLib[i+1:] {
 			assert.False(t, later.referredBy(d.code), "%v calls %v, defined after it", d.names, later.names)
 		}
+	}
+}
+
+// TestScriptArgs: every script names its keys and arguments once, at its
+// top, in order from 1, and never by position elsewhere; its call type is
+// the one that runs it and passes as many as it names (with the lists that
+// follow them empty).
+func TestScriptArgs(t *testing.T) {
+	k := keysFor("t")
+	tests := []struct {
+		file string
+		call scriptCall
+		// moreKeys: the script takes keys after those it names.
+		moreKeys bool
+	}{
+		{"create_thread.lua", createThreadCall{k: k}, false},
+		{"get_thread.lua", getThreadCall{k: k}, false},
+		{"delete_thread.lua", deleteThreadCall{k: k}, true},
+		{"update_thread.lua", updateThreadCall{k: k}, false},
+		{"list_threads.lua", listThreadsCall{}, false},
+		{"index_new.lua", indexNewCall{}, false},
+		{"exists.lua", existsCall{k: k}, false},
+		{"unindex.lua", unindexCall{}, false},
+		{"begin_turn.lua", beginTurnCall{k: k}, false},
+		{"begin_resume.lua", beginResumeCall{k: k}, false},
+		{"commit_turn.lua", commitTurnCall{k: k}, false},
+		{"release_turn.lua", releaseTurnCall{k: k}, false},
+		{"renew_lock.lua", renewLockCall{k: k}, false},
+		{"history_page.lua", historyPageCall{k: k}, false},
+		{"append_events.lua", appendEventsCall{k: k}, false},
+		{"turn_events.lua", turnEventsCall{k: k}, false},
+	}
+	files, err := fs.Glob(luaFiles, "lua/*.lua")
+	require.NoError(t, err)
+	require.Len(t, tests, len(files), "every script is listed here")
+	named := regexp.MustCompile(`(?m)^local \w+ = (KEYS|ARGV)\[(\d+)\]`)
+	positional := regexp.MustCompile(`(KEYS|ARGV)\[\d+\]`)
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			src, err := luaFiles.ReadFile(path.Join("lua", tt.file))
+			require.NoError(t, err)
+			count := map[string]int{}
+			for _, m := range named.FindAllStringSubmatch(string(src), -1) {
+				count[m[1]]++
+				assert.Equal(t, strconv.Itoa(count[m[1]]), m[2], "%s named in order", m[0])
+			}
+			assert.Len(t, positional.FindAllString(luaCode(string(src)), -1), count["KEYS"]+count["ARGV"],
+				"keys and arguments are used by name only")
+			if tt.moreKeys {
+				assert.GreaterOrEqual(t, len(tt.call.keys()), count["KEYS"])
+			} else {
+				assert.Len(t, tt.call.keys(), count["KEYS"])
+			}
+			assert.Len(t, tt.call.args(), count["ARGV"])
+			assert.Equal(t, redis.NewScript(linkScript(tt.file)).Hash(), tt.call.script().Hash(), "the call runs its script")
+		})
 	}
 }
 

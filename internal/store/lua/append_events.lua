@@ -1,5 +1,14 @@
--- KEYS turn events, lock; ARGV 1 turn id, 2
--- events_ttl_ms, 3 the last event's ID, 4 the events' records. The log
--- of a turn that no longer runs takes nothing.
-if open_log(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2])) == 'stream' then add_events(KEYS[1], 3) end
+-- Appends a batch of events to a running turn's log. The log of a turn that
+-- no longer runs takes nothing.
+-- Returns OK.
+local log_key = KEYS[1]
+local lock_key = KEYS[2]
+local turn_id = ARGV[1]
+local events_ttl_ms = ARGV[2]
+local last_event = ARGV[3]    -- see add_events
+local records = ARGV[4]
+
+if open_log(log_key, lock_key, turn_id, tonumber(events_ttl_ms)) == 'stream' then
+  add_events(log_key, last_event, records)
+end
 return {'OK'}

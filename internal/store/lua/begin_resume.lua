@@ -1,48 +1,61 @@
--- KEYS thread, lock, pending, msgs, msgdata, elicitations,
--- history; ARGV 1 principal, 2 elicitation id, 3 token, 4 lock_ttl_ms,
--- 5 turn id, 6 the turn's first event as a log record after its length
--- ("0|" for none), 7 the time it starts (Unix ms), then the window: its
--- default, then processor and window pairs.
+-- Begins the turn that answers an elicitation. While it is pending and
+-- unclaimed, the turn claims it by taking the lock; another answer while the
+-- claim's lock is held is BUSY. Otherwise the elicitation's record decides.
 -- Returns NOTFOUND | BUSY (another turn, or another answer's live claim)
 -- | CONSUMED | EXPIRED [+ 'first'] | UNKNOWN
--- | OK + thread + pending JSON + window messages. A claim on this
--- elicitation held by ARGV token was taken by a first run of this call, which
--- answered OK; so does the repeat.
+-- | OK + thread + pending JSON + window messages.
+-- A claim on this elicitation held by this call's token was taken by a first
+-- run of this call, which answered OK; so does the repeat.
+local thread_key = KEYS[1]
+local lock_key = KEYS[2]
+local pending_key = KEYS[3]
+local msgs_key = KEYS[4]
+local msgdata_key = KEYS[5]
+local elicitations_key = KEYS[6]
+local history_key = KEYS[7]
+local principal = ARGV[1]
+local elicitation_id = ARGV[2]
+local token = ARGV[3]
+local lock_ttl_ms = ARGV[4]
+local turn_id = ARGV[5]       -- '' for a turn that keeps no log
+local first_record = ARGV[6]  -- "<length>|<record>" ("0|" for none), see lock_value
+local started_ms = ARGV[7]
+local window = ARGV[8]        -- the history window, unless a pair below names the processor
+local window_pairs = 9        -- ARGV[9…]: processor name and window pairs
 
 -- read_window is the thread's newest n messages. The history code it calls
 -- is linked inside it, where --[[helpers]] stands, so that only a begin whose
 -- thread reads a window makes its closures: most processors read none.
 local function read_window(n)
   --[[helpers]]
-  return hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[7], n)
+  return hist_window(thread_key, msgs_key, msgdata_key, history_key, n)
 end
-local t = owned_thread(KEYS[1], ARGV[1])
+
+local t = owned_thread(thread_key, principal)
 if not t then return {'NOTFOUND'} end
-local id = ARGV[2]
-local wfirst = 8
-local p = redis.call('HMGET', KEYS[3], 'id', 'data')
-if p[1] and p[1] == id then
-  local held = redis.call('GET', KEYS[2])
+local p = redis.call('HMGET', pending_key, 'id', 'data')
+if p[1] and p[1] == elicitation_id then
+  local held = redis.call('GET', lock_key)
   if held then
-    local token, claim = lock_parts(held)
+    local held_token, claim = lock_parts(held)
     -- A live claim is an answer in progress, not a consumed elicitation:
     -- if its instance dies, the claim lapses with the lock's lease.
-    if claim ~= id or token ~= ARGV[3] then return {'BUSY'} end
+    if claim ~= elicitation_id or held_token ~= token then return {'BUSY'} end
   else
-    redis.call('SET', KEYS[2], lock_value(ARGV[3], id, ARGV[5], ARGV[7], '', '', ARGV[6]), 'PX', ARGV[4])
+    redis.call('SET', lock_key, lock_value(token, elicitation_id, turn_id, started_ms, '', '', first_record), 'PX', lock_ttl_ms)
   end
-  local out = thread_reply({'OK'}, t, KEYS[2])
+  local out = thread_reply({'OK'}, t, lock_key)
   out[#out + 1] = p[2]
-  local n = window_size(t[2], wfirst)
+  local n = window_size(t[2], window, window_pairs)
   if n <= 0 then return out end
   return append_all(out, read_window(n))
 end
-local state = redis.call('HGET', KEYS[6], id)
+local state = redis.call('HGET', elicitations_key, elicitation_id)
 if state == 'consumed' then return {'CONSUMED'} end
 if state == 'issued' then
   -- The first resume to find the pending state gone records the expiry, so
   -- it is reported as discovered once.
-  redis.call('HSET', KEYS[6], id, 'expired')
+  redis.call('HSET', elicitations_key, elicitation_id, 'expired')
   return {'EXPIRED', 'first'}
 end
 if state == 'expired' then return {'EXPIRED'} end

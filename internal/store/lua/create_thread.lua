@@ -1,11 +1,20 @@
--- KEYS thread; ARGV owner, processor, created, updated, ttl_ms,
--- call id. Returns EXISTS | OK. A thread holding this call's ID was written
--- by a first run of this call whose reply was lost.
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if redis.call('HGET', KEYS[1], 'create_call') == ARGV[6] then return {'OK'} end
+-- Creates a thread, unless one with its ID exists. A thread holding this
+-- call's ID was written by a first run of this call whose reply was lost:
+-- the repeat answers as the first run did.
+-- Returns EXISTS | OK.
+local thread_key = KEYS[1]
+local owner = ARGV[1]
+local processor = ARGV[2]
+local created = ARGV[3]
+local updated = ARGV[4]
+local ttl_ms = ARGV[5]
+local call_id = ARGV[6]
+
+if redis.call('EXISTS', thread_key) == 1 then
+  if redis.call('HGET', thread_key, 'create_call') == call_id then return {'OK'} end
   return {'EXISTS'}
 end
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'processor', ARGV[2], 'created', ARGV[3], 'updated', ARGV[4], 'seq', 0,
-  'create_call', ARGV[6])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('HSET', thread_key, 'owner', owner, 'processor', processor, 'created', created, 'updated', updated, 'seq', 0,
+  'create_call', call_id)
+redis.call('PEXPIRE', thread_key, ttl_ms)
 return {'OK'}

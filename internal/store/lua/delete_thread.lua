@@ -1,5 +1,9 @@
--- KEYS every key of the thread, the thread hash first;
--- ARGV principal.
-if not owned_thread(KEYS[1], ARGV[1]) then return {'NOTFOUND'} end
+-- Deletes a thread the principal owns, with every key it has.
+-- Returns NOTFOUND | OK.
+local thread_key = KEYS[1]
+-- KEYS[2…]: the thread's other keys.
+local principal = ARGV[1]
+
+if not owned_thread(thread_key, principal) then return {'NOTFOUND'} end
 redis.call('DEL', unpack(KEYS))
 return {'OK'}

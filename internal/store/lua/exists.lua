@@ -1,2 +1,4 @@
--- KEYS a thread hash. Returns 1 when it exists, else 0.
-return redis.call('EXISTS', KEYS[1])
+-- Returns 1 when the thread exists, else 0.
+local thread_key = KEYS[1]
+
+return redis.call('EXISTS', thread_key)

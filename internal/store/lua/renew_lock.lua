@@ -1,13 +1,18 @@
--- KEYS lock, turn events; ARGV 1 token, 2 lease_ms,
--- 3 events_ttl_ms. Returns LOCKLOST | OK.
--- The running turn's lease is extended, and its event log with it, only
--- while the token still holds the lock: a lease that lapsed and was taken
--- over stays lost.
-local held = redis.call('GET', KEYS[1])
+-- Extends a running turn's lease, and its event log with it, only while the
+-- token still holds the lock: a lease that lapsed and was taken over stays
+-- lost.
+-- Returns LOCKLOST | OK.
+local lock_key = KEYS[1]
+local log_key = KEYS[2]
+local token = ARGV[1]
+local lease_ms = ARGV[2]
+local events_ttl_ms = ARGV[3]
+
+local held = redis.call('GET', lock_key)
 if not held then return {'LOCKLOST'} end
-if lock_token(held) ~= ARGV[1] then return {'LOCKLOST'} end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]) + tonumber(ARGV[3]))
+if lock_token(held) ~= token then return {'LOCKLOST'} end
+redis.call('PEXPIRE', lock_key, lease_ms)
+if redis.call('EXISTS', log_key) == 1 then
+  redis.call('PEXPIRE', log_key, tonumber(lease_ms) + tonumber(events_ttl_ms))
 end
 return {'OK'}

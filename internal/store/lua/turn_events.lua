@@ -1,15 +1,21 @@
--- KEYS thread, turn events, lock; ARGV 1 principal,
--- 2 after, 3 turn id, 4 events_ttl_ms.
--- Returns NOTFOUND | NOTURN | OK + the log's kind + strings of records:
--- for a string log, the whole log (its turn has ended); for a stream, the
--- last entry's records (whose last event says whether the turn has ended)
--- and then those of every entry holding events after ARGV after. Reading a
--- running turn's log makes it a stream, so that the reader can wait for
--- what follows.
-if not owned_thread(KEYS[1], ARGV[1]) then return {'NOTFOUND'} end
-local kind = open_log(KEYS[2], KEYS[3], ARGV[3], tonumber(ARGV[4]))
+-- Reads a turn's log. Reading a running turn's log makes it a stream, so
+-- that the reader can wait for what follows.
+-- Returns NOTFOUND | NOTURN | OK + the log's kind + strings of records: for
+-- a string log, the whole log (its turn has ended); for a stream, the last
+-- entry's records (whose last event says whether the turn has ended) and
+-- then those of every entry holding events after the event after.
+local thread_key = KEYS[1]
+local log_key = KEYS[2]
+local lock_key = KEYS[3]
+local principal = ARGV[1]
+local after = ARGV[2]
+local turn_id = ARGV[3]
+local events_ttl_ms = ARGV[4]
+
+if not owned_thread(thread_key, principal) then return {'NOTFOUND'} end
+local kind = open_log(log_key, lock_key, turn_id, tonumber(events_ttl_ms))
 if kind == 'none' then return {'NOTURN'} end
-if kind == 'string' then return {'OK', kind, redis.call('GET', KEYS[2])} end
+if kind == 'string' then return {'OK', kind, redis.call('GET', log_key)} end
 -- entry_records is a stream entry's records; an entry written before events
 -- were kept as records has a field "<id> <name>" per event, with its data.
 local function entry_records(f)
@@ -19,9 +25,9 @@ local function entry_records(f)
   return table.concat(out)
 end
 local out = {'OK', kind, ''}
-local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+local top = redis.call('XREVRANGE', log_key, '+', '-', 'COUNT', 1)
 if #top > 0 then out[3] = entry_records(top[1][2]) end
-for _, e in ipairs(redis.call('XRANGE', KEYS[2], '(0-' .. ARGV[2], '+')) do
+for _, e in ipairs(redis.call('XRANGE', log_key, '(0-' .. after, '+')) do
   out[#out + 1] = entry_records(e[2])
 end
 return out

@@ -1,3 +1,7 @@
--- KEYS a principal's thread index; ARGV thread IDs to drop.
-redis.call('ZREM', KEYS[1], unpack(ARGV))
+-- Drops threads from a principal's index.
+-- Returns OK.
+local index_key = KEYS[1]
+-- ARGV[1…]: the thread IDs.
+
+redis.call('ZREM', index_key, unpack(ARGV))
 return {'OK'}

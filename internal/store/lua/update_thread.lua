@@ -1,14 +1,29 @@
--- KEYS thread, lock; ARGV 1 principal, 2 metadata as
--- read (the CAS guard), 3 new metadata, 4 set title (0|1), 5 title (empty
--- with 6 = 0 clears it), 6 title present (0|1), 7 updated, 8 thread_ttl_ms.
--- Returns NOTFOUND | CHANGED (metadata moved since it was read) | OK + thread.
-local t = owned_thread(KEYS[1], ARGV[1])
+-- Writes a thread's new metadata and title, if its metadata is still as it
+-- was read.
+-- Returns NOTFOUND | CHANGED (the metadata changed since it was read)
+-- | OK + thread.
+local thread_key = KEYS[1]
+local lock_key = KEYS[2]
+local principal = ARGV[1]
+local metadata_read = ARGV[2]
+local metadata = ARGV[3]      -- '' for none
+local set_title = ARGV[4]     -- 1 to set the title, 0 to keep it
+local title = ARGV[5]
+local has_title = ARGV[6]     -- 0: clear the title
+local updated = ARGV[7]
+local thread_ttl_ms = ARGV[8]
+
+local t = owned_thread(thread_key, principal)
 if not t then return {'NOTFOUND'} end
-if (t[6] or '') ~= ARGV[2] then return {'CHANGED'} end
-if ARGV[3] == '' then redis.call('HDEL', KEYS[1], 'metadata') else redis.call('HSET', KEYS[1], 'metadata', ARGV[3]) end
-if ARGV[4] == '1' then
-  if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'title', ARGV[5]) else redis.call('HDEL', KEYS[1], 'title') end
+if (t[6] or '') ~= metadata_read then return {'CHANGED'} end
+if metadata == '' then
+  redis.call('HDEL', thread_key, 'metadata')
+else
+  redis.call('HSET', thread_key, 'metadata', metadata)
 end
-redis.call('HSET', KEYS[1], 'updated', ARGV[7])
-redis.call('PEXPIRE', KEYS[1], ARGV[8])
-return thread_reply({'OK'}, owned_thread(KEYS[1], ARGV[1]), KEYS[2])
+if set_title == '1' then
+  if has_title == '1' then redis.call('HSET', thread_key, 'title', title) else redis.call('HDEL', thread_key, 'title') end
+end
+redis.call('HSET', thread_key, 'updated', updated)
+redis.call('PEXPIRE', thread_key, thread_ttl_ms)
+return thread_reply({'OK'}, owned_thread(thread_key, principal), lock_key)

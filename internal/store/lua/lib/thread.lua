@@ -27,11 +27,11 @@ local function thread_reply(out, t, lockkey, turn, started)
   return out
 end
 
--- window_size is the history window for a thread bound to processor:
--- ARGV[first] is the default, followed by processor name and window pairs.
-local function window_size(processor, first)
-  local n = tonumber(ARGV[first])
-  for i = first + 1, #ARGV - 1, 2 do
+-- window_size is the history window for a thread bound to processor: n,
+-- unless the processor name and window pairs from ARGV[first] on name it.
+local function window_size(processor, n, first)
+  n = tonumber(n)
+  for i = first, #ARGV - 1, 2 do
     if ARGV[i] == processor then n = tonumber(ARGV[i + 1]) end
   end
   return n

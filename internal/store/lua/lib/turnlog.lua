@@ -11,14 +11,13 @@
 -- as one string of records: a SET costs Redis a fraction of creating a
 -- stream.
 
--- add_events appends a batch of events to a turn's stream: ARGV[first] is
--- the batch's last event ID and ARGV[first + 1] its records, kept as one
--- entry "0-<last id>" with the field r. Entry IDs only grow, so a re-sent
--- batch is refused by XADD and skipped; readers skip any event they already
--- passed.
-local function add_events(key, first)
-  if ARGV[first + 1] == '' then return end
-  redis.pcall('XADD', key, '0-' .. ARGV[first], 'r', ARGV[first + 1])
+-- add_events appends a batch of events to a turn's stream: records, whose
+-- last event's ID is last_id, kept as one entry "0-<last_id>" with the
+-- field r. Entry IDs only grow, so a re-sent batch is refused by XADD and
+-- skipped; readers skip any event they already passed.
+local function add_events(key, last_id, records)
+  if records == '' then return end
+  redis.pcall('XADD', key, '0-' .. last_id, 'r', records)
 end
 
 -- open_log makes turn's log at logkey a stream if it is not one yet and the
@@ -38,23 +37,23 @@ local function open_log(logkey, lockkey, turn, extra_ms)
 end
 
 -- close_log ends a turn's log with its last events and makes the log live
--- ttl_ms. ARGV[first] is the last event's ID (0: there is none) and
--- ARGV[first + 1] the whole log as records, the first event's then the last
--- events'. A log that is still only its first event, kept in the lock, is
--- written whole as one string, just as chatd sent it: joined in Lua, every
--- byte would be hashed again, and an APPEND would leave the log holding twice
--- its size for its whole life (Redis grows an appended string to double). A
--- log that is a stream takes the records as its last entry, the first
--- event's included: readers skip an event they already have, and cutting it
--- off would hash the rest again.
-local function close_log(logkey, first, ttl_ms)
-  if ARGV[first] == '0' then
+-- ttl_ms. last_id is the last event's ID (0: there is none) and records the
+-- whole log as records, the first event's then the last events'. A log that
+-- is still only its first event, kept in the lock, is written whole as one
+-- string, just as chatd sent it: joined in Lua, every byte would be hashed
+-- again, and an APPEND would leave the log holding twice its size for its
+-- whole life (Redis grows an appended string to double). A log that is a
+-- stream takes the records as its last entry, the first event's included:
+-- readers skip an event they already have, and cutting it off would hash
+-- the rest again.
+local function close_log(logkey, last_id, records, ttl_ms)
+  if last_id == '0' then
     -- A turn that ends with no last event keeps no log: its readers learn
     -- it is gone.
     redis.call('DEL', logkey)
     return
   end
-  if redis.call('SET', logkey, ARGV[first + 1], 'PX', ttl_ms, 'NX') then return end
-  add_events(logkey, first)
+  if redis.call('SET', logkey, records, 'PX', ttl_ms, 'NX') then return end
+  add_events(logkey, last_id, records)
   redis.call('PEXPIRE', logkey, ttl_ms)
 end
