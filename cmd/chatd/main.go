@@ -62,17 +62,13 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := newStore(cfg)
+	stores, err := newStore(cfg)
 	if err != nil {
 		return err
 	}
+	st := stores.store
 	defer st.Close()
-	// With Redis, the instances reach each other through it.
-	var relay mcptools.Relay = store.NewLocalBus()
-	if r, ok := st.(mcptools.Relay); ok {
-		relay = r
-	}
-	registry, mcpTools, err := newRegistry(cfg, logger, relay)
+	registry, mcpTools, err := newRegistry(cfg, logger, stores.relay)
 	if err != nil {
 		return err
 	}
@@ -107,15 +103,10 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// With Redis, every instance shares the rate limits' counts.
-	var counter ratelimit.Counter
-	if rc, ok := st.(ratelimit.Counter); ok {
-		counter = rc
-	}
 	server := api.NewServer(api.Deps{
 		Store: st, Processors: registry, Auth: auth, Logger: logger, Metrics: api.NewMetrics(),
-		RateLimit:     ratelimit.New(cfg.RateLimit, counter, logger),
-		AuthFailLimit: ratelimit.New(cfg.AuthFailLimit, counter, logger),
+		RateLimit:     ratelimit.New(cfg.RateLimit, stores.counter, logger),
+		AuthFailLimit: ratelimit.New(cfg.AuthFailLimit, stores.counter, logger),
 		Renderer:      renderer,
 		UI:            page,
 		Config: api.Config{
@@ -189,18 +180,29 @@ func newAuth(cfg config) (api.Authenticator, error) {
 	}
 }
 
-func newStore(cfg config) (closingStore, error) {
-	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour,
+// storage is the store run serves from, with the relay the instances reach
+// each other through and the counter they share the rate limits' counts on
+// (nil: each instance counts alone).
+type storage struct {
+	store   closingStore
+	relay   mcptools.Relay
+	counter ratelimit.Counter
+}
+
+// newStore opens the Redis of CHATD_REDIS_URL, with its relay and rate
+// counter; without one, the embedded store and a relay within this process.
+func newStore(cfg config) (storage, error) {
+	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax,
 		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes, MaxThreads: cfg.MaxThreads, TurnEventsTTL: cfg.TurnEventsTTL,
 		WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout}
 	if cfg.RedisURL == "" {
-		return store.NewMemory(opts), nil
+		return storage{store: store.NewMemory(opts), relay: store.NewLocalBus()}, nil
 	}
 	st, err := store.OpenRedis(cfg.RedisURL, opts)
 	if err != nil {
-		return nil, fmt.Errorf("CHATD_REDIS_URL: %w", err)
+		return storage{}, fmt.Errorf("CHATD_REDIS_URL: %w", err)
 	}
-	return st, nil
+	return storage{store: st, relay: st.Relay(), counter: st.RateCounter()}, nil
 }
 
 // trimAll trims each of a list variable's items.
