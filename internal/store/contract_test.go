@@ -87,6 +87,7 @@ func runContract(t *testing.T, newStore newStoreFunc) {
 		{"ConcurrentResume", testConcurrentResume},
 		{"ConcurrentTurns", testConcurrentTurns},
 		{"TurnLog", testTurnLog},
+		{"TurnLogLast", testTurnLogLast},
 		{"TurnLogFollow", testTurnLogFollow},
 		{"TurnLogExpiry", testTurnLogExpiry},
 		{"RunningTurn", testRunningTurn},

@@ -688,7 +688,7 @@ func (m *Memory) turnEvents(threadID, principal, turnID string, after int) ([]Tu
 			out = append(out, e)
 		}
 	}
-	if n := len(log.events); n > 0 && log.events[n-1].Final() {
+	if n := len(log.events); n > 0 && log.events[n-1].Last {
 		return out, nil, nil
 	}
 	return out, log.changed, nil

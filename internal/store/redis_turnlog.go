@@ -60,7 +60,7 @@ func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID stri
 		if last, err = eventsFromReply(data[1:2], 0); err != nil {
 			return nil, false, err
 		}
-		ended = len(last) > 0 && last[len(last)-1].Final()
+		ended = len(last) > 0 && last[len(last)-1].Last
 		events, err = eventsFromReply(data[2:], after)
 	}
 	if err != nil || len(events) > 0 || ended || wait <= 0 {
@@ -132,16 +132,29 @@ func newLogBatch(start TurnEvent, events []TurnEvent) logBatch {
 }
 
 // appendRecord appends one event of a turn log: the header
-// "<id> <name> <data length>\n", then the data.
+// "<id> <name> <data length>\n", or "<id> <name> <data length> last\n" for
+// the turn's last event, then the data.
 func appendRecord(b []byte, e TurnEvent) []byte {
 	b = strconv.AppendInt(b, int64(e.ID), 10)
 	b = append(b, ' ')
 	b = append(b, e.Name...)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(len(e.Data)), 10)
+	if e.Last {
+		b = append(b, " "+lastFlag...)
+	}
 	b = append(b, '\n')
 	return append(b, e.Data...)
 }
+
+// lastFlag ends the header of a turn's last event.
+const lastFlag = "last"
+
+// endedLog reports whether an event without the last flag, named name, ended
+// its log as chatd wrote logs before the flag existed, when the names of a
+// turn's last events were the store's to know. Such logs outlive a version
+// by TurnEventsTTL at most.
+func endedLog(name string) bool { return name == "turn.completed" || name == "error" }
 
 // parseLog reads a turn log kept as a string of records.
 func parseLog(s string) ([]TurnEvent, error) {
@@ -149,7 +162,8 @@ func parseLog(s string) ([]TurnEvent, error) {
 	for s != "" {
 		header, rest, ok := strings.Cut(s, "\n")
 		fields := strings.Fields(header)
-		if !ok || len(fields) != 3 {
+		flagged := len(fields) == 4 && fields[3] == lastFlag
+		if !ok || len(fields) != 3 && !flagged {
 			return nil, fmt.Errorf("store: corrupt turn log record %q", header)
 		}
 		id, err1 := strconv.Atoi(fields[0])
@@ -157,7 +171,7 @@ func parseLog(s string) ([]TurnEvent, error) {
 		if err1 != nil || err2 != nil || n < 0 || n > len(rest) {
 			return nil, fmt.Errorf("store: corrupt turn log record %q", header)
 		}
-		out = append(out, TurnEvent{ID: id, Name: fields[1], Data: []byte(rest[:n])})
+		out = append(out, TurnEvent{ID: id, Name: fields[1], Data: []byte(rest[:n]), Last: flagged || endedLog(fields[1])})
 		s = rest[n:]
 	}
 	return out, nil

@@ -157,21 +157,16 @@ type ThreadList struct {
 }
 
 // TurnEvent is one event of a turn's log: its ID within the turn (1, 2, 3…),
-// its name and its data, as a Server-Sent Events stream carries them.
+// its name and its data, as a Server-Sent Events stream carries them. The
+// store keeps the name and data as they are given, without reading them.
 type TurnEvent struct {
 	ID   int
 	Name string
 	Data []byte
+	// Last marks the turn's last event: the log ends with it, and a reader
+	// of the log is told it has ended (see TurnEvents).
+	Last bool
 }
-
-// Final reports whether e ends its turn's log.
-func (e TurnEvent) Final() bool { return e.Name == EventCompleted || e.Name == EventError }
-
-// The names of the events that end a turn's log.
-const (
-	EventCompleted = "turn.completed"
-	EventError     = "error"
-)
 
 // TurnBegin identifies the turn a begin starts and its first event, which
 // the begin records in the turn's log.

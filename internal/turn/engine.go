@@ -346,7 +346,7 @@ func (t *Turn) Run(ctx context.Context, stream bool, sink func(Event)) {
 		sink(t.fail(ctx, err, id, logged))
 		return
 	}
-	commit.Start, commit.Events = t.first, append(logged, store.TurnEvent{ID: id, Name: NameCompleted, Data: result.data})
+	commit.Start, commit.Events = t.first, append(logged, store.TurnEvent{ID: id, Name: NameCompleted, Data: result.data, Last: true})
 	if err := e.store.CommitTurn(ctx, commit); err != nil {
 		e.obs.TurnEnded(thread.Processor, StatusFailed)
 		sink(t.lost(ctx, err, id))
@@ -401,7 +401,7 @@ func (t *Turn) fail(ctx context.Context, err error, id int, logged []store.TurnE
 		perr = &ProcessorError{Detail: failureDetail(err), Err: err}
 	}
 	ev := Event{ID: id, Kind: EventError, Err: perr, Data: t.e.encodeError(perr)}
-	t.release(append(logged, store.TurnEvent{ID: id, Name: NameError, Data: ev.Data}))
+	t.release(append(logged, store.TurnEvent{ID: id, Name: NameError, Data: ev.Data, Last: true}))
 	t.e.obs.TurnEnded(t.begun.Thread.Processor, StatusFailed)
 	return ev
 }
@@ -427,7 +427,7 @@ func (t *Turn) lost(ctx context.Context, err error, id int) Event {
 	logCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if lerr := t.e.store.AppendTurnEvents(logCtx, t.begun.Thread.ID, t.Start.TurnID,
-		[]store.TurnEvent{{ID: id, Name: NameError, Data: ev.Data}}); lerr != nil {
+		[]store.TurnEvent{{ID: id, Name: NameError, Data: ev.Data, Last: true}}); lerr != nil {
 		t.e.log.Warn("logging a turn's error event", "thread_id", t.begun.Thread.ID, "turn_id", t.Start.TurnID, "error", lerr.Error())
 	}
 	return ev
@@ -463,7 +463,7 @@ func (e *Engine) Follow(ctx context.Context, threadID, principal, turnID string,
 		for _, ev := range events {
 			sink(ev)
 			after = ev.ID
-			if ev.Final() {
+			if ev.Last {
 				return nil
 			}
 		}

@@ -5,7 +5,6 @@ import (
 
 	"chatd/internal/blocks"
 	"chatd/internal/processor"
-	"chatd/internal/store"
 )
 
 // Kind says what an Event is.
@@ -23,8 +22,8 @@ const (
 const (
 	NameStart     = "message.start"
 	NameDelta     = "text.delta"
-	NameCompleted = store.EventCompleted
-	NameError     = store.EventError
+	NameCompleted = "turn.completed"
+	NameError     = "error"
 )
 
 var kindNames = map[Kind]string{EventStart: NameStart, EventDelta: NameDelta, EventCompleted: NameCompleted, EventError: NameError}

@@ -1,7 +1,8 @@
 -- A turn's events are kept as records, "<id> <name> <data length>\n<data>"
--- each, written by chatd (appendRecord) and read back by it (parseLog): Lua
--- passes them along whole, since every call into Lua's string library costs
--- a script more than copying the bytes.
+-- each ("<id> <name> <data length> last\n<data>" for the turn's last event),
+-- written by chatd (appendRecord) and read back by it (parseLog): Lua passes
+-- them along whole, since every call into Lua's string library costs a
+-- script more than copying the bytes.
 --
 -- A turn's log is a stream while it runs and something needs more than its
 -- first event (an append of streamed events, or a reader waiting for the
