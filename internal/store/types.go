@@ -53,7 +53,8 @@ var (
 	ErrQuotaExceeded = errors.New("thread quota exceeded")
 )
 
-// Bounds of a thread's metadata (SPEC §12).
+// Bounds of a thread's metadata, which any client may set: they keep the
+// thread's record, read by every begin, small.
 const (
 	MaxMetadataKeys  = 16
 	MaxMetadataBytes = 4096
@@ -324,12 +325,13 @@ type Options struct {
 	// the master and is lost if that master fails before replicating it.
 	// 0, the default, waits for none.
 	WaitReplicas int
-	// WaitTimeout bounds the WAIT (default 1s when WaitReplicas > 0); keep
-	// it below the client's read timeout.
+	// WaitTimeout bounds the WAIT when WaitReplicas > 0; keep it below the
+	// client's read timeout.
 	WaitTimeout time.Duration
 }
 
-// DefaultOptions are the retention defaults of SPEC §9, §11 and §12.
+// DefaultOptions are the store's defaults, written here only: NewMemory,
+// NewRedis and OpenRedis take them for the zero fields of their options.
 var DefaultOptions = Options{
 	ThreadTTL:       720 * time.Hour,
 	HistoryMax:      1000,
