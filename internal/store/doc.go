@@ -105,11 +105,13 @@
 // # Atomicity and round trips
 //
 // Every operation is a single Lua script (EVALSHA, falling back to EVAL the
-// first time a server sees it). Redis runs a script without interleaving any
-// other client's commands, so each check-then-write — owner check, claim,
-// lock compare-and-delete, append-trim-pause-release — is atomic, and each
-// operation costs one round trip: a turn's store work is two (begin, then
-// commit or release). Scripts read the time from Redis (TIME) for
+// first time a server sees it), one file each in lua/, which name their keys
+// and arguments at their top; the helpers they share are in lua/lib/, and
+// each script is sent with only those it calls. Redis runs a script without
+// interleaving any other client's commands, so each check-then-write — owner
+// check, claim, lock compare-and-delete, append-trim-pause-release — is
+// atomic, and each operation costs one round trip: a turn's store work is
+// two (begin, then commit or release). Scripts read the time from Redis (TIME) for
 // idempotency expiry, so instances' clocks do not matter there.
 //
 // # Retries

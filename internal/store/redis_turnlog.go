@@ -27,10 +27,10 @@ func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, e
 
 // TurnEvents returns the events of a turn's log after the one with ID
 // after, oldest first, and whether the log has ended (holds its last
-// event, or was written whole when its turn ended). When there are none yet and the log has not ended it waits up to
-// wait for more (XREAD BLOCK). It returns ErrNotFound for a
-// thread principal does not own, ErrTurnNotFound for a log that does not
-// exist, and ErrUnavailable.
+// event, or was written whole when its turn ended). When there are none yet
+// and the log has not ended it waits up to wait for more (XREAD BLOCK). It
+// returns ErrNotFound for a thread principal does not own, ErrTurnNotFound
+// for a log that does not exist, and ErrUnavailable.
 func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
 	key := turnKey(threadID, turnID)
 	status, data, err := r.run(ctx, "turn events", turnEventsCall{k: keysFor(threadID), logKey: key,
@@ -150,10 +150,11 @@ func appendRecord(b []byte, e TurnEvent) []byte {
 // lastFlag ends the header of a turn's last event.
 const lastFlag = "last"
 
-// endedLog reports whether an event without the last flag, named name, ended
-// its log as chatd wrote logs before the flag existed, when the names of a
-// turn's last events were the store's to know. Such logs outlive a version
-// by TurnEventsTTL at most.
+// endedLog reports whether a record without the last flag, named name, is
+// its turn's last event in a log written before records carried the flag:
+// chatd then ended every log with an event of one of these names. No such
+// log outlives the last instance that wrote one by more than a turn and
+// TurnEventsTTL.
 func endedLog(name string) bool { return name == "turn.completed" || name == "error" }
 
 // parseLog reads a turn log kept as a string of records.
