@@ -95,7 +95,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 	// with a counter that costs a Redis round trip per request instead.
 	limitedStore := b.newRedisStore(store.Options{})
 	limitedHandler, err := newChatdWith(limitedStore, turn.DefaultConfig, b.cfg.readHistory, func(d *api.Deps) {
-		d.RateLimit = ratelimit.New(ratelimit.Rate{N: benchRate, Per: time.Minute}, limitedStore, nil)
+		d.RateLimit = ratelimit.New(ratelimit.Rate{N: benchRate, Per: time.Minute}, limitedStore.RateCounter(), nil)
 	})
 	if err != nil {
 		return nil, err

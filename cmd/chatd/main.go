@@ -60,17 +60,13 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := newStore(cfg)
+	stores, err := newStore(cfg)
 	if err != nil {
 		return err
 	}
+	st := stores.store
 	defer st.Close()
-	// With Redis, the instances reach each other through it.
-	var relay mcptools.Relay = store.NewLocalBus()
-	if r, ok := st.(mcptools.Relay); ok {
-		relay = r
-	}
-	registry, mcpTools, err := newRegistry(cfg, logger, relay)
+	registry, mcpTools, err := newRegistry(cfg, logger, stores.relay)
 	if err != nil {
 		return err
 	}
@@ -80,7 +76,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 		defer mcpTools.Close()
 	}
 	warnIfUnreachable(ctx, st, logger)
-	server, err := newServer(cfg, logger, st, registry)
+	server, err := newServer(cfg, logger, stores, registry)
 	if err != nil {
 		return err
 	}
@@ -98,7 +94,7 @@ func warnIfUnreachable(ctx context.Context, st api.Store, logger *slog.Logger) {
 }
 
 // newServer builds the turn engine and the API over the store.
-func newServer(cfg config, logger *slog.Logger, st api.Store, registry *processor.Registry) (*api.Server, error) {
+func newServer(cfg config, logger *slog.Logger, stores storage, registry *processor.Registry) (*api.Server, error) {
 	auth, err := newAuth(cfg)
 	if err != nil {
 		return nil, err
@@ -117,14 +113,10 @@ func newServer(cfg config, logger *slog.Logger, st api.Store, registry *processo
 	if err != nil {
 		return nil, err
 	}
-	// With Redis, every instance shares the rate limits' counts.
-	var counter ratelimit.Counter
-	if rc, ok := st.(ratelimit.Counter); ok {
-		counter = rc
-	}
+	st, counter := stores.store, stores.counter
 	metrics := api.NewMetrics()
 	engine := turn.New(turn.Deps{
-		Store: st, Processors: registry, Observer: metrics, Logger: logger,
+		Store: st, Processors: registry, Relay: stores.relay, Observer: metrics, Logger: logger,
 		Config: turn.Config{ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			LockLease: cfg.LockLease},
 	})
@@ -209,18 +201,29 @@ func newAuth(cfg config) (api.Authenticator, error) {
 	}
 }
 
-func newStore(cfg config) (closingStore, error) {
-	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax, IdempotencyTTL: 24 * time.Hour,
+// storage is the store run serves from, with the relay the instances reach
+// each other through and the counter they share the rate limits' counts on
+// (nil: each instance counts alone).
+type storage struct {
+	store   closingStore
+	relay   mcptools.Relay
+	counter ratelimit.Counter
+}
+
+// newStore opens the Redis of CHATD_REDIS_URL, with its relay and rate
+// counter; without one, the embedded store and a relay within this process.
+func newStore(cfg config) (storage, error) {
+	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax,
 		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes, MaxThreads: cfg.MaxThreads, TurnEventsTTL: cfg.TurnEventsTTL,
 		WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout}
 	if cfg.RedisURL == "" {
-		return store.NewMemory(opts), nil
+		return storage{store: store.NewMemory(opts), relay: store.NewLocalBus()}, nil
 	}
 	st, err := store.OpenRedis(cfg.RedisURL, opts)
 	if err != nil {
-		return nil, fmt.Errorf("CHATD_REDIS_URL: %w", err)
+		return storage{}, fmt.Errorf("CHATD_REDIS_URL: %w", err)
 	}
-	return st, nil
+	return storage{store: st, relay: st.Relay(), counter: st.RateCounter()}, nil
 }
 
 // trimAll trims each of a list variable's items.

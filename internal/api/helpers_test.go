@@ -320,8 +320,8 @@ func newTestServer(tb testing.TB, opts ...serverOption) *testServer {
 	maps.Copy(procs, set.extra)
 	reg, err := processor.NewRegistry(procs, "demo")
 	require.NoError(tb, err)
-	if r, ok := set.store.(turn.Relay); ok && set.relay == nil {
-		set.relay = r
+	if r, ok := set.store.(interface{ Relay() *store.RedisRelay }); ok && set.relay == nil {
+		set.relay = r.Relay()
 	}
 	deps := newTestDeps(set.store, reg, set.turns, set.relay)
 	deps.Auth, deps.Config = set.auth, set.config

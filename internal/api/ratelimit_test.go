@@ -169,7 +169,7 @@ func TestRateLimitShared(t *testing.T) {
 	t.Parallel()
 	rds := redistest.Start(t)
 	st := newTestRedisStore(t, rds)
-	counter := st.(*store.Redis)
+	counter := st.(*store.Redis).RateCounter()
 	rate := ratelimit.Rate{N: 40, Per: time.Hour}
 	// This test counts refusals; holding each of its 60 would only slow it.
 	atOnce := withConfig(func(c *api.Config) { c.RefusalDelay = -1 })

@@ -182,11 +182,11 @@ func TestElicitationDeclined(t *testing.T) {
 // it; the answer reaches it from any instance sharing the Redis.
 func TestElicitationHeld(t *testing.T) {
 	redisSrv := redistest.Start(t)
-	relay := func() *store.Redis {
+	relay := func() *store.RedisRelay {
 		r, err := store.OpenRedis(redisSrv.URL(), store.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = r.Close() })
-		return r
+		return r.Relay()
 	}
 	got := newAnswers()
 	cfg, _ := serverConfig(t, "srv", agent.TransportStreamableHTTP, gen2025, got)

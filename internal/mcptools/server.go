@@ -21,8 +21,8 @@ import (
 	"chatd/internal/store"
 )
 
-// Relay carries messages between chatd instances: store.Redis across the
-// instances sharing it, store.LocalBus within one process.
+// Relay carries messages between chatd instances: store.RedisRelay across
+// the instances sharing a Redis, store.LocalBus within one process.
 type Relay interface {
 	// Publish sends payload to the channel's current subscribers and returns
 	// how many received it (store.DeliveredUnknown when that cannot be

@@ -78,7 +78,7 @@ func TestSharedLimit(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 
 	rate := Rate{N: 100, Per: time.Hour}
-	a, b := New(rate, st, nil), New(rate, st, nil)
+	a, b := New(rate, st.RateCounter(), nil), New(rate, st.RateCounter(), nil)
 	admitted := 0
 	for i := range 300 {
 		l := a
@@ -106,7 +106,7 @@ func TestCounterDownAdmits(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	rds.Stop(t)
-	l := New(Rate{N: 2, Per: time.Hour}, st, nil)
+	l := New(Rate{N: 2, Per: time.Hour}, st.RateCounter(), nil)
 	for range 5 {
 		assert.True(t, l.Allow(context.Background(), "alice").Allowed)
 	}

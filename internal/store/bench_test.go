@@ -129,7 +129,7 @@ func BenchmarkJSONTurn(b *testing.B) {
 					var events []store.TurnEvent
 					if logged {
 						begin = store.TurnBegin{ID: blocks.NewID(), Start: store.TurnEvent{ID: 1, Name: "message.start", Data: start}}
-						events = []store.TurnEvent{{ID: 2, Name: "turn.completed", Data: final}}
+						events = []store.TurnEvent{{ID: 2, Name: "turn.completed", Data: final, Last: true}}
 					}
 					ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: threadID, Principal: alice, LockTTL: lockTTL, Turn: begin})
 					if err != nil {

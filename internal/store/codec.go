@@ -171,8 +171,8 @@ func encodeMessages(msgs []blocks.Message) ([]encodedMessage, error) {
 			return nil, fmt.Errorf("store: encode message %s: %w", m.ID, err)
 		}
 		// Redis keeps records newline-separated and finds a record's ID
-		// at its start (see historyLua); encoding/json guarantees both for
-		// an ID it need not escape, which is every ID chatd mints.
+		// at its start (see lua/lib/history.lua); encoding/json guarantees
+		// both for an ID it need not escape, which is every ID chatd mints.
 		if !bytes.HasPrefix(b, []byte(`{"id":"`+m.ID+`"`)) || bytes.IndexByte(b, '\n') >= 0 {
 			return nil, fmt.Errorf("store: message id %q cannot be stored as it is", m.ID)
 		}

@@ -37,7 +37,8 @@ func FuzzThreadCursor(f *testing.F) {
 
 // FuzzTurnLog checks that a turn log's records read back as the events
 // written, whatever their data holds (newlines, record headers, nothing),
-// and that reading a damaged log fails cleanly instead of panicking.
+// the last one marked Last, and that reading a damaged log fails cleanly
+// instead of panicking.
 func FuzzTurnLog(f *testing.F) {
 	f.Add(1, "message.start", []byte(`{"turn_id":"t"}`), []byte(`{"delta":"a\n2 text.delta 3\n"}`))
 	f.Add(7, "text.delta", []byte{}, []byte("\n\n"))
@@ -46,7 +47,7 @@ func FuzzTurnLog(f *testing.F) {
 			// Event names are chatd's own, one word each.
 			return
 		}
-		want := []TurnEvent{{ID: id, Name: name, Data: first}, {ID: id + 1, Name: name, Data: second}}
+		want := []TurnEvent{{ID: id, Name: name, Data: first}, {ID: id + 1, Name: name, Data: second, Last: true}}
 		var log []byte
 		for _, e := range want {
 			log = appendRecord(log, e)
@@ -59,7 +60,10 @@ func FuzzTurnLog(f *testing.F) {
 			t.Fatalf("parseLog of %q: %d events, want %d", log, len(got), len(want))
 		}
 		for i := range want {
-			if got[i].ID != want[i].ID || got[i].Name != want[i].Name || !bytes.Equal(got[i].Data, want[i].Data) {
+			// A record without the flag named as a last event was before
+			// the flag existed is read as last (endedLog).
+			last := want[i].Last || endedLog(name)
+			if got[i].ID != want[i].ID || got[i].Name != want[i].Name || !bytes.Equal(got[i].Data, want[i].Data) || got[i].Last != last {
 				t.Fatalf("event %d: got %+v, want %+v", i, got[i], want[i])
 			}
 		}

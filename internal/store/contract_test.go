@@ -56,7 +56,7 @@ const (
 	shortTTL = 150 * time.Millisecond
 )
 
-var testOpts = store.Options{ThreadTTL: time.Hour, HistoryMax: 1000, IdempotencyTTL: time.Hour}
+var testOpts = store.Options{ThreadTTL: time.Hour, IdempotencyTTL: time.Hour}
 
 func runContract(t *testing.T, newStore newStoreFunc) {
 	tests := []struct {
@@ -87,6 +87,7 @@ func runContract(t *testing.T, newStore newStoreFunc) {
 		{"ConcurrentResume", testConcurrentResume},
 		{"ConcurrentTurns", testConcurrentTurns},
 		{"TurnLog", testTurnLog},
+		{"TurnLogLast", testTurnLogLast},
 		{"TurnLogFollow", testTurnLogFollow},
 		{"TurnLogExpiry", testTurnLogExpiry},
 		{"RunningTurn", testRunningTurn},

@@ -59,7 +59,7 @@
 //	                        chunk's greatest ID and record lengths; the
 //	                        newest 64–95 messages one to a field with their
 //	                        position by ID; positions of IDs minted out of
-//	                        order (see historyLua in history.go). About 1.1×
+//	                        order (see lua/lib/history.lua). About 1.1×
 //	                        the JSON, against 2.1× for a sorted set plus a
 //	                        hash entry per message
 //	chatd:{T}:pending       hash: id, data (JSON: request, base64 state,
@@ -68,16 +68,27 @@
 //	chatd:{T}:lock          string "<token>|<claimed elicitation ID>|<turn
 //	                        ID>|<started ms>|<fingerprint>|<length>|<first
 //	                        event's record><idempotency field>"; PX LockTTL
-//	chatd:{T}:turn:<id>     the turn's event log, as records "<id> <name>
-//	                        <length>\n<data>": a stream (an entry per
-//	                        batch, field r; the last entry, written by the
-//	                        commit or release, repeats the first event
-//	                        before the last ones, and readers skip it) once
-//	                        an append or a waiting reader needs one while
-//	                        the turn runs, else one string written when the
-//	                        turn ends; lives TurnEventsTTL after it
+//	chatd:{T}:turn:<id>     the turn's event log, as records (see below): a
+//	                        stream (an entry per batch, field r; the last
+//	                        entry, written by the commit or release,
+//	                        repeats the first event before the last ones,
+//	                        and readers skip it) once an append or a
+//	                        waiting reader needs one while the turn runs,
+//	                        else one string written when the turn ends;
+//	                        lives TurnEventsTTL after it
 //	chatd:{T}:idem          hash: "<len(principal)>:<principal>:<key>" → record JSON
 //	chatd:{T}:idemexp       sorted set: the same fields scored by expiry (ms)
+//
+// A turn log's record is one event, its name and data as the caller gave
+// them, which the store does not read:
+//
+//	<id> <name> <length>\n<data>        an event
+//	<id> <name> <length> last\n<data>   the turn's last event (TurnEvent.Last)
+//
+// A log has ended when it holds its turn's last event, or when it is a
+// string (written whole when the turn ended). Logs written before records
+// carried the last flag end with an event named turn.completed or error
+// instead, which readers take for the last.
 //
 // Threads written before the history key existed keep their history in
 // chatd:{T}:msgs (a sorted set of IDs by position) and chatd:{T}:msgdata (a
@@ -94,11 +105,13 @@
 // # Atomicity and round trips
 //
 // Every operation is a single Lua script (EVALSHA, falling back to EVAL the
-// first time a server sees it). Redis runs a script without interleaving any
-// other client's commands, so each check-then-write — owner check, claim,
-// lock compare-and-delete, append-trim-pause-release — is atomic, and each
-// operation costs one round trip: a turn's store work is two (begin, then
-// commit or release). Scripts read the time from Redis (TIME) for
+// first time a server sees it), one file each in lua/, which name their keys
+// and arguments at their top; the helpers they share are in lua/lib/, and
+// each script is sent with only those it calls. Redis runs a script without
+// interleaving any other client's commands, so each check-then-write — owner
+// check, claim, lock compare-and-delete, append-trim-pause-release — is
+// atomic, and each operation costs one round trip: a turn's store work is
+// two (begin, then commit or release). Scripts read the time from Redis (TIME) for
 // idempotency expiry, so instances' clocks do not matter there.
 //
 // # Retries

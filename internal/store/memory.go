@@ -481,24 +481,15 @@ const (
 // It returns ErrNotFound when the thread was deleted and ErrLockLost when
 // c.LockToken no longer holds the lock.
 func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
-	enc, err := encodeMessages(c.Messages)
+	rec, err := encodeCommit(c)
 	if err != nil {
 		return err
 	}
-	var pause []byte
-	if c.Pause != nil {
-		if pause, err = encodePending(*c.Pause); err != nil {
-			return err
-		}
-	}
-	var idem []byte
-	if c.Idempotency != nil {
-		if idem, err = encodeIdempotency(*c.Idempotency); err != nil {
-			return err
-		}
-	}
-
 	now := m.now()
+	updated, err := parseTime(formatTime(now))
+	if err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	th := m.live(c.ThreadID, now)
@@ -509,9 +500,53 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 		return fmt.Errorf("store: thread %s: %w", c.ThreadID, ErrLockLost)
 	}
 	before := th.footprint()
-	defer func() { m.used += th.footprint() - before }()
+	th.appendHistory(rec.messages, m.opts.HistoryMax, m.opts.HistoryMaxBytes)
+	th.settleElicitations(c.Consumed, c.Pause, rec.pause)
+	th.putIdempotency(c.Idempotency, rec.idem, now, m.opts.IdempotencyTTL)
+	if c.Preview != "" && th.thread.Preview == "" {
+		th.thread.Preview = c.Preview
+	}
+	th.thread.UpdatedAt = updated
+	th.expires = now.Add(m.opts.ThreadTTL)
+	if c.TurnID != "" {
+		th.appendEvents(c.TurnID, c.Events, m.opts.TurnEventsTTL, now)
+	}
+	th.unlock()
+	m.used += th.footprint() - before
+	return nil
+}
 
-	for _, e := range enc {
+// commitRecords are a commit's messages, pause and idempotency record in
+// their stored forms (nil when the commit has none).
+type commitRecords struct {
+	messages    []encodedMessage
+	pause, idem []byte
+}
+
+func encodeCommit(c Commit) (commitRecords, error) {
+	var rec commitRecords
+	var err error
+	if rec.messages, err = encodeMessages(c.Messages); err != nil {
+		return commitRecords{}, err
+	}
+	if c.Pause != nil {
+		if rec.pause, err = encodePending(*c.Pause); err != nil {
+			return commitRecords{}, err
+		}
+	}
+	if c.Idempotency != nil {
+		if rec.idem, err = encodeIdempotency(*c.Idempotency); err != nil {
+			return commitRecords{}, err
+		}
+	}
+	return rec, nil
+}
+
+// appendHistory appends msgs to the history (a message whose ID it holds
+// replaces it in place) and trims the oldest beyond maxCount, then until
+// the rest fits in maxBytes, keeping the newest message whatever its size.
+func (th *memThread) appendHistory(msgs []encodedMessage, maxCount int, maxBytes int64) {
+	for _, e := range msgs {
 		if pos, ok := th.index[e.id]; ok {
 			old := &th.msgs[pos-th.base]
 			th.msgBytes += int64(len(e.data) - len(old.data))
@@ -522,64 +557,62 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 		th.msgs = append(th.msgs, e)
 		th.msgBytes += int64(len(e.data))
 	}
-	excess := max(len(th.msgs)-m.opts.HistoryMax, 0)
-	// Then the oldest go until the rest fits in HistoryMaxBytes, keeping the
-	// newest message whatever its size.
+	excess := max(len(th.msgs)-maxCount, 0)
 	bytes := th.msgBytes
 	for _, e := range th.msgs[:excess] {
 		bytes -= int64(len(e.data))
 	}
-	for excess < len(th.msgs)-1 && bytes > m.opts.HistoryMaxBytes {
+	for excess < len(th.msgs)-1 && bytes > maxBytes {
 		bytes -= int64(len(th.msgs[excess].data))
 		excess++
 	}
-	if excess > 0 {
-		for _, e := range th.msgs[:excess] {
-			delete(th.index, e.id)
-		}
-		// Zero the dropped entries so their data can be collected before the
-		// backing array is reallocated.
-		clear(th.msgs[:excess])
-		th.msgs = th.msgs[excess:]
-		th.base += excess
-		th.msgBytes = bytes
+	if excess == 0 {
+		return
 	}
-	if c.Consumed != "" {
-		if th.pendingID == c.Consumed {
+	for _, e := range th.msgs[:excess] {
+		delete(th.index, e.id)
+	}
+	// Zero the dropped entries so their data can be collected before the
+	// backing array is reallocated.
+	clear(th.msgs[:excess])
+	th.msgs = th.msgs[excess:]
+	th.base += excess
+	th.msgBytes = bytes
+}
+
+// settleElicitations records the elicitation a turn answered (consumed, ""
+// for none) and makes pause, stored as record, the pending one.
+func (th *memThread) settleElicitations(consumed string, pause *Pending, record []byte) {
+	if consumed != "" {
+		if th.pendingID == consumed {
 			th.pending, th.pendingID, th.pendingExp = nil, "", time.Time{}
 		}
-		th.elicitations[c.Consumed] = elicitationConsumed
+		th.elicitations[consumed] = elicitationConsumed
 	}
-	if c.Pause != nil {
-		th.pending, th.pendingID, th.pendingExp = pause, c.Pause.ElicitationID, time.UnixMilli(c.Pause.ExpiresAt.UnixMilli())
-		th.elicitations[c.Pause.ElicitationID] = elicitationIssued
+	if pause != nil {
+		th.pending, th.pendingID, th.pendingExp = record, pause.ElicitationID, time.UnixMilli(pause.ExpiresAt.UnixMilli())
+		th.elicitations[pause.ElicitationID] = elicitationIssued
 	}
-	for k, rec := range th.idem {
-		if !now.Before(rec.expires) {
-			th.idemBytes -= int64(len(rec.data))
+}
+
+// putIdempotency drops the expired idempotency records and keeps rec,
+// stored as record, for ttl.
+func (th *memThread) putIdempotency(rec *Idempotency, record []byte, now time.Time, ttl time.Duration) {
+	for k, old := range th.idem {
+		if !now.Before(old.expires) {
+			th.idemBytes -= int64(len(old.data))
 			delete(th.idem, k)
 		}
 	}
-	if c.Idempotency != nil {
-		field := idempotencyField(c.Idempotency.Principal, c.Idempotency.Key)
-		if old, ok := th.idem[field]; ok {
-			th.idemBytes -= int64(len(old.data))
-		}
-		th.idem[field] = memIdempotency{data: idem, expires: now.Add(m.opts.IdempotencyTTL)}
-		th.idemBytes += int64(len(idem))
+	if rec == nil {
+		return
 	}
-	if c.Preview != "" && th.thread.Preview == "" {
-		th.thread.Preview = c.Preview
+	field := idempotencyField(rec.Principal, rec.Key)
+	if old, ok := th.idem[field]; ok {
+		th.idemBytes -= int64(len(old.data))
 	}
-	if th.thread.UpdatedAt, err = parseTime(formatTime(now)); err != nil {
-		return err
-	}
-	th.expires = now.Add(m.opts.ThreadTTL)
-	if c.TurnID != "" {
-		th.appendEvents(c.TurnID, c.Events, m.opts.TurnEventsTTL, now)
-	}
-	th.unlock()
-	return nil
+	th.idem[field] = memIdempotency{data: record, expires: now.Add(ttl)}
+	th.idemBytes += int64(len(record))
 }
 
 // Release ends a begun turn without writing its outcome, un-claiming the
@@ -655,7 +688,7 @@ func (m *Memory) turnEvents(threadID, principal, turnID string, after int) ([]Tu
 			out = append(out, e)
 		}
 	}
-	if n := len(log.events); n > 0 && log.events[n-1].Final() {
+	if n := len(log.events); n > 0 && log.events[n-1].Last {
 		return out, nil, nil
 	}
 	return out, log.changed, nil

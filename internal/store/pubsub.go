@@ -95,11 +95,21 @@ func (b *LocalBus) Subscribe(_ context.Context, channel string) (*Subscription, 
 	}}, nil
 }
 
+// RedisRelay is publish/subscribe over Redis: every instance sharing the
+// Redis reaches every other.
+type RedisRelay struct {
+	client redis.UniversalClient
+}
+
+// Relay returns the relay between the instances sharing r's Redis, on r's
+// client: closing r ends it.
+func (r *Redis) Relay() *RedisRelay { return &RedisRelay{client: r.client} }
+
 // Publish sends payload to the channel's subscribers on every instance
 // sharing this Redis and returns how many received it, or DeliveredUnknown
 // in Cluster, where PUBLISH counts only the subscribers of the node that
 // ran it.
-func (r *Redis) Publish(ctx context.Context, channel string, payload []byte) (int, error) {
+func (r *RedisRelay) Publish(ctx context.Context, channel string, payload []byte) (int, error) {
 	n, err := r.client.Publish(ctx, channel, payload).Result()
 	if err != nil {
 		return 0, fmt.Errorf("%w: publish: %v", ErrUnavailable, err)
@@ -114,7 +124,7 @@ func (r *Redis) Publish(ctx context.Context, channel string, payload []byte) (in
 // confirmed the subscription, so a message published afterwards, from any
 // instance, is delivered. go-redis resubscribes after a reconnection;
 // messages published meanwhile are lost.
-func (r *Redis) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
+func (r *RedisRelay) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
 	ps := r.client.Subscribe(ctx, channel)
 	if _, err := ps.Receive(ctx); err != nil {
 		_ = ps.Close()

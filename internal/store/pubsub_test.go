@@ -23,7 +23,7 @@ func TestPubSub(t *testing.T) {
 	r, err := store.OpenRedis(srv.URL(), store.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
-	for name, b := range map[string]bus{"local": store.NewLocalBus(), "redis": r} {
+	for name, b := range map[string]bus{"local": store.NewLocalBus(), "redis": r.Relay()} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			n, err := b.Publish(ctx, "chatd:test:a", []byte("nobody"))

@@ -179,7 +179,7 @@ func TestRedisRoundTrips(t *testing.T) {
 		{"CommitTurn, its events and the owner's thread index", func() error {
 			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: begin.LockToken, Messages: newTestMessages(2, "q"), Pause: &pause,
 				Idempotency: &store.Idempotency{Principal: alice, Key: "k", Fingerprint: "f"},
-				TurnID:      turn.ID, Events: []store.TurnEvent{testEvent(4, "turn.completed")}, Preview: "q"})
+				TurnID:      turn.ID, Events: []store.TurnEvent{testLastEvent(4, "turn.completed")}, Preview: "q"})
 		}},
 		{"BeginResume", func() error {
 			var err error
@@ -547,7 +547,7 @@ func TestRedisTurnLogForms(t *testing.T) {
 			assert.False(t, ended)
 		}
 		require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start,
-			Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testEvent(2, "turn.completed")}}))
+			Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testLastEvent(2, "turn.completed")}}))
 		return turn, logType(turn.ID)
 	}
 	for _, follow := range []bool{false, true} {
@@ -559,11 +559,11 @@ func TestRedisTurnLogForms(t *testing.T) {
 		}
 		got, ended, err := st.TurnEvents(ctx, th.ID, alice, turn.ID, 0, 0)
 		require.NoError(t, err)
-		assert.Equal(t, []store.TurnEvent{turn.Start, testEvent(2, "turn.completed")}, got)
+		assert.Equal(t, []store.TurnEvent{turn.Start, testLastEvent(2, "turn.completed")}, got)
 		assert.True(t, ended)
 		got, _, err = st.TurnEvents(ctx, th.ID, alice, turn.ID, 1, 0)
 		require.NoError(t, err)
-		assert.Equal(t, []store.TurnEvent{testEvent(2, "turn.completed")}, got, "after an ID")
+		assert.Equal(t, []store.TurnEvent{testLastEvent(2, "turn.completed")}, got, "after an ID")
 		ttl, err := rdb.PTTL(ctx, "chatd:{"+th.ID+"}:turn:"+turn.ID).Result()
 		require.NoError(t, err)
 		assert.Greater(t, ttl, time.Duration(0))
@@ -575,7 +575,7 @@ func TestRedisTurnLogForms(t *testing.T) {
 	turn := newTestTurn("")
 	ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Turn: turn})
 	require.NoError(t, err)
-	completed := store.TurnEvent{ID: 2, Name: "turn.completed", Data: []byte(`{"text":"` + strings.Repeat("x", 4000) + `"}`)}
+	completed := store.TurnEvent{ID: 2, Name: "turn.completed", Data: []byte(`{"text":"` + strings.Repeat("x", 4000) + `"}`), Last: true}
 	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start,
 		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{completed}}))
 	key := "chatd:{" + th.ID + "}:turn:" + turn.ID
@@ -584,6 +584,37 @@ func TestRedisTurnLogForms(t *testing.T) {
 	used, err := rdb.MemoryUsage(ctx, key).Result()
 	require.NoError(t, err)
 	assert.Less(t, used, size*5/4, "%d bytes kept for a log of %d", used, size)
+}
+
+// TestRedisEarlierTurnLog: a log written before records carried the last
+// flag, by an instance of the earlier version, mid-upgrade, still ends with
+// its turn.completed or error event, as a string or as a stream.
+func TestRedisEarlierTurnLog(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := newServerClient(t, srv)
+	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, testOpts)
+	th := mustCreateThread(t, st)
+	for _, last := range []string{"turn.completed", "error"} {
+		for _, kind := range []string{"string", "stream"} {
+			t.Run(last+" "+kind, func(t *testing.T) {
+				turnID := blocks.NewID()
+				key := "chatd:{" + th.ID + "}:turn:" + turnID
+				start := "1 message.start 7\n" + `{"n":1}`
+				end := "2 " + last + " 7\n" + `{"n":2}`
+				if kind == "string" {
+					require.NoError(t, rdb.Set(ctx, key, start+end, time.Minute).Err())
+				} else {
+					require.NoError(t, rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: "0-1", Values: []any{"r", start}}).Err())
+					require.NoError(t, rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: "0-2", Values: []any{"r", start + end}}).Err())
+				}
+				got, ended, err := st.TurnEvents(ctx, th.ID, alice, turnID, 1, time.Hour)
+				require.NoError(t, err)
+				assert.Equal(t, []store.TurnEvent{testLastEvent(2, last)}, got)
+				assert.True(t, ended)
+			})
+		}
+	}
 }
 
 // TestRedisEarlierLockFormat: a lock written before the lock kept the

@@ -2,6 +2,10 @@ package store
 
 import (
 	"context"
+	"io/fs"
+	"path"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,15 +41,88 @@ func TestLuaPrelude(t *testing.T) {
 	assert.Contains(t, luaPrelude("local t = owned_thread(KEYS[1], ARGV[1])"), "-- owned_thread returns")
 	assert.Empty(t, luaPrelude("return 1"))
 
-	// A lazy function defines what its call needs inside itself, so a
-	// script's top carries none of it.
-	lazy := lazyLua("read_window", "n", "hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], n)")
-	assert.True(t, strings.HasPrefix(lazy, "local function read_window(n)\n"))
-	assert.True(t, strings.HasSuffix(lazy, "return hist_window(KEYS[1], KEYS[4], KEYS[5], KEYS[8], n)\nend\n"))
+	// A function with a link marker defines what it calls inside itself,
+	// so the script's top carries none of it.
+	begin := linkScript("begin_turn.lua")
+	at := strings.Index(begin, "local function read_window(n)\n")
+	require.GreaterOrEqual(t, at, 0, "begin_turn.lua defines read_window")
+	const call = "return hist_window(thread_key, msgs_key, msgdata_key, history_key, n)\nend\n"
+	end := strings.Index(begin, call)
+	require.Greater(t, end, at, "read_window ends with its call")
+	lazy := begin[at : end+len(call)]
+	assert.NotContains(t, lazy, luaLinkMarker, "the marker is replaced")
 	for _, name := range []string{"hist_window", "hist_open", "hist_range", "seal"} {
 		assert.True(t, defines(lazy, name), "the lazy function defines %s", name)
+		assert.False(t, defines(begin[:at], name), "the script's top does not define %s", name)
 	}
 	assert.Empty(t, luaPrelude("return read_window(5)"), "read_window is no helper of the top")
+}
+
+// TestLuaLib: every helper calls only helpers defined before it, so a
+// script's prelude defines each before its first use.
+func TestLuaLib(t *testing.T) {
+	require.NotEmpty(t, luaLib)
+	for i, d := range luaLib {
+		for _, later := range luaLib[i+1:] {
+			assert.False(t, later.referredBy(d.code), "%v calls %v, defined after it", d.names, later.names)
+		}
+	}
+}
+
+// TestScriptArgs: every script names its keys and arguments once, at its
+// top, in order from 1, and never by position elsewhere; its call type is
+// the one that runs it and passes as many as it names (with the lists that
+// follow them empty).
+func TestScriptArgs(t *testing.T) {
+	k := keysFor("t")
+	tests := []struct {
+		file string
+		call scriptCall
+		// moreKeys: the script takes keys after those it names.
+		moreKeys bool
+	}{
+		{"create_thread.lua", createThreadCall{k: k}, false},
+		{"get_thread.lua", getThreadCall{k: k}, false},
+		{"delete_thread.lua", deleteThreadCall{k: k}, true},
+		{"update_thread.lua", updateThreadCall{k: k}, false},
+		{"list_threads.lua", listThreadsCall{}, false},
+		{"index_new.lua", indexNewCall{}, false},
+		{"exists.lua", existsCall{k: k}, false},
+		{"unindex.lua", unindexCall{}, false},
+		{"begin_turn.lua", beginTurnCall{k: k}, false},
+		{"begin_resume.lua", beginResumeCall{k: k}, false},
+		{"commit_turn.lua", commitTurnCall{k: k}, false},
+		{"release_turn.lua", releaseTurnCall{k: k}, false},
+		{"renew_lock.lua", renewLockCall{k: k}, false},
+		{"history_page.lua", historyPageCall{k: k}, false},
+		{"append_events.lua", appendEventsCall{k: k}, false},
+		{"turn_events.lua", turnEventsCall{k: k}, false},
+	}
+	files, err := fs.Glob(luaFiles, "lua/*.lua")
+	require.NoError(t, err)
+	require.Len(t, tests, len(files), "every script is listed here")
+	named := regexp.MustCompile(`(?m)^local \w+ = (KEYS|ARGV)\[(\d+)\]`)
+	positional := regexp.MustCompile(`(KEYS|ARGV)\[\d+\]`)
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			src, err := luaFiles.ReadFile(path.Join("lua", tt.file))
+			require.NoError(t, err)
+			count := map[string]int{}
+			for _, m := range named.FindAllStringSubmatch(string(src), -1) {
+				count[m[1]]++
+				assert.Equal(t, strconv.Itoa(count[m[1]]), m[2], "%s named in order", m[0])
+			}
+			assert.Len(t, positional.FindAllString(luaCode(string(src)), -1), count["KEYS"]+count["ARGV"],
+				"keys and arguments are used by name only")
+			if tt.moreKeys {
+				assert.GreaterOrEqual(t, len(tt.call.keys()), count["KEYS"])
+			} else {
+				assert.Len(t, tt.call.keys(), count["KEYS"])
+			}
+			assert.Len(t, tt.call.args(), count["ARGV"])
+			assert.Equal(t, redis.NewScript(linkScript(tt.file)).Hash(), tt.call.script().Hash(), "the call runs its script")
+		})
+	}
 }
 
 // TestIDLess: id_less orders IDs as bytes do, with the server's own

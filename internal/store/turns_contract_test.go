@@ -24,6 +24,13 @@ func testEvent(id int, name string) store.TurnEvent {
 	return store.TurnEvent{ID: id, Name: name, Data: []byte(fmt.Sprintf(`{"n":%d}`, id))}
 }
 
+// testLastEvent is a turn's last event: its log ends with it.
+func testLastEvent(id int, name string) store.TurnEvent {
+	e := testEvent(id, name)
+	e.Last = true
+	return e
+}
+
 // testTurnLog: a begin logs the first event, appends and the commit add the
 // rest in order, readers get what follows an ID, and the log is the
 // principal's only.
@@ -44,12 +51,12 @@ func testTurnLog(t *testing.T, newStore newStoreFunc) {
 	// An event already logged (a re-sent append) is not logged twice.
 	require.NoError(t, st.AppendTurnEvents(ctx, th.ID, turn.ID, []store.TurnEvent{testEvent(3, "text.delta")}))
 	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start,
-		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testEvent(4, "text.delta"), testEvent(5, "turn.completed")}}))
+		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testEvent(4, "text.delta"), testLastEvent(5, "turn.completed")}}))
 
 	got, ended, err = st.TurnEvents(ctx, th.ID, alice, turn.ID, 2, time.Second)
 	require.NoError(t, err)
-	assert.Equal(t, []store.TurnEvent{testEvent(3, "text.delta"), testEvent(4, "text.delta"), testEvent(5, "turn.completed")}, got)
-	assert.True(t, got[len(got)-1].Final())
+	assert.Equal(t, []store.TurnEvent{testEvent(3, "text.delta"), testEvent(4, "text.delta"), testLastEvent(5, "turn.completed")}, got)
+	assert.True(t, got[len(got)-1].Last)
 	assert.True(t, ended)
 
 	// After the last event an ended log answers at once (the wait would
@@ -69,10 +76,10 @@ func testTurnLog(t *testing.T, newStore newStoreFunc) {
 	ts, err = st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Turn: failed})
 	require.NoError(t, err)
 	require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken, TurnID: failed.ID, Start: failed.Start,
-		Events: []store.TurnEvent{testEvent(2, "error")}}))
+		Events: []store.TurnEvent{testLastEvent(2, "error")}}))
 	got, _, err = st.TurnEvents(ctx, th.ID, alice, failed.ID, 0, 0)
 	require.NoError(t, err)
-	assert.Equal(t, []store.TurnEvent{failed.Start, testEvent(2, "error")}, got)
+	assert.Equal(t, []store.TurnEvent{failed.Start, testLastEvent(2, "error")}, got)
 
 	// A resume logs its turn like a plain one.
 	p := mustPause(t, st, th.ID, time.Hour)
@@ -83,6 +90,51 @@ func testTurnLog(t *testing.T, newStore newStoreFunc) {
 	got, _, err = st.TurnEvents(ctx, th.ID, alice, resumed.ID, 0, 0)
 	require.NoError(t, err)
 	assert.Equal(t, []store.TurnEvent{resumed.Start}, got)
+}
+
+// testTurnLogLast: the store reads no event names: the event marked Last
+// ends its turn's log, whatever it is called, whether an append, a commit
+// or a release brings it, and an event not marked does not end the log.
+func testTurnLogLast(t *testing.T, newStore newStoreFunc) {
+	ctx := context.Background()
+	st := newStore(t, testOpts)
+	th := mustCreateThread(t, st)
+	ends := []struct {
+		name string
+		end  func(ts store.TurnStart, turn store.TurnBegin, events []store.TurnEvent) error
+	}{
+		{"append", func(_ store.TurnStart, turn store.TurnBegin, events []store.TurnEvent) error {
+			return st.AppendTurnEvents(ctx, th.ID, turn.ID, events)
+		}},
+		{"commit", func(ts store.TurnStart, turn store.TurnBegin, events []store.TurnEvent) error {
+			return st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start,
+				Messages: newTestMessages(2, "q"), Events: events})
+		}},
+		{"release", func(ts store.TurnStart, turn store.TurnBegin, events []store.TurnEvent) error {
+			return st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start, Events: events})
+		}},
+	}
+	for _, end := range ends {
+		t.Run(end.name, func(t *testing.T) {
+			turn := newTestTurn("")
+			ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Turn: turn})
+			require.NoError(t, err)
+			require.NoError(t, st.AppendTurnEvents(ctx, th.ID, turn.ID, []store.TurnEvent{testEvent(2, "finished")}))
+			got, ended, err := st.TurnEvents(ctx, th.ID, alice, turn.ID, 1, 0)
+			require.NoError(t, err)
+			assert.Equal(t, []store.TurnEvent{testEvent(2, "finished")}, got)
+			assert.False(t, ended, "an event not marked Last ends nothing")
+
+			require.NoError(t, end.end(ts, turn, []store.TurnEvent{testEvent(3, "text.delta"), testLastEvent(4, "finished")}))
+			got, ended, err = st.TurnEvents(ctx, th.ID, alice, turn.ID, 2, time.Hour)
+			require.NoError(t, err)
+			assert.Equal(t, []store.TurnEvent{testEvent(3, "text.delta"), testLastEvent(4, "finished")}, got)
+			assert.True(t, ended)
+			if end.name == "append" {
+				require.NoError(t, st.Release(ctx, store.ReleaseTurn{ThreadID: th.ID, LockToken: ts.LockToken}))
+			}
+		})
+	}
 }
 
 // testTurnLogFollow: a reader waiting on a running turn's log wakes with the
@@ -107,10 +159,10 @@ func testTurnLogFollow(t *testing.T, newStore newStoreFunc) {
 		done <- r
 	}()
 	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start,
-		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testEvent(2, "turn.completed")}}))
+		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testLastEvent(2, "turn.completed")}}))
 	r := <-done
 	require.NoError(t, r.err)
-	assert.Equal(t, []store.TurnEvent{testEvent(2, "turn.completed")}, r.events)
+	assert.Equal(t, []store.TurnEvent{testLastEvent(2, "turn.completed")}, r.events)
 }
 
 // testTurnLogExpiry: a turn's log lives TurnEventsTTL after the turn ends.
@@ -125,7 +177,7 @@ func testTurnLogExpiry(t *testing.T, newStore newStoreFunc) {
 	require.NoError(t, err)
 	ended := time.Now()
 	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, Owner: alice, LockToken: ts.LockToken, TurnID: turn.ID, Start: turn.Start,
-		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testEvent(2, "turn.completed")}}))
+		Messages: newTestMessages(2, "q"), Events: []store.TurnEvent{testLastEvent(2, "turn.completed")}}))
 	_, _, err = st.TurnEvents(ctx, th.ID, alice, turn.ID, 0, 0)
 	// Readable right after the turn — unless the machine took the log's
 	// whole lifetime to ask, which is no fault of the store.

@@ -53,7 +53,8 @@ var (
 	ErrQuotaExceeded = errors.New("thread quota exceeded")
 )
 
-// Bounds of a thread's metadata (SPEC §12).
+// Bounds of a thread's metadata, which any client may set: they keep the
+// thread's record, read by every begin, small.
 const (
 	MaxMetadataKeys  = 16
 	MaxMetadataBytes = 4096
@@ -157,21 +158,16 @@ type ThreadList struct {
 }
 
 // TurnEvent is one event of a turn's log: its ID within the turn (1, 2, 3…),
-// its name and its data, as a Server-Sent Events stream carries them.
+// its name and its data, as a Server-Sent Events stream carries them. The
+// store keeps the name and data as they are given, without reading them.
 type TurnEvent struct {
 	ID   int
 	Name string
 	Data []byte
+	// Last marks the turn's last event: the log ends with it, and a reader
+	// of the log is told it has ended (see TurnEvents).
+	Last bool
 }
-
-// Final reports whether e ends its turn's log.
-func (e TurnEvent) Final() bool { return e.Name == EventCompleted || e.Name == EventError }
-
-// The names of the events that end a turn's log.
-const (
-	EventCompleted = "turn.completed"
-	EventError     = "error"
-)
 
 // TurnBegin identifies the turn a begin starts and its first event, which
 // the begin records in the turn's log.
@@ -329,12 +325,13 @@ type Options struct {
 	// the master and is lost if that master fails before replicating it.
 	// 0, the default, waits for none.
 	WaitReplicas int
-	// WaitTimeout bounds the WAIT (default 1s when WaitReplicas > 0); keep
-	// it below the client's read timeout.
+	// WaitTimeout bounds the WAIT when WaitReplicas > 0; keep it below the
+	// client's read timeout.
 	WaitTimeout time.Duration
 }
 
-// DefaultOptions are the retention defaults of SPEC §9, §11 and §12.
+// DefaultOptions are the store's defaults, written here only: NewMemory,
+// NewRedis and OpenRedis take them for the zero fields of their options.
 var DefaultOptions = Options{
 	ThreadTTL:       720 * time.Hour,
 	HistoryMax:      1000,

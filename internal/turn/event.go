@@ -59,7 +59,7 @@ func (e Event) Last() bool { return e.Kind == EventCompleted || e.Kind == EventE
 
 // record is the event as the store logs it.
 func (e Event) record() store.TurnEvent {
-	return store.TurnEvent{ID: e.ID, Name: e.Name(), Data: e.data}
+	return store.TurnEvent{ID: e.ID, Name: e.Name(), Data: e.data, Last: e.Last()}
 }
 
 // newEvent builds an event of kind from its typed payload.

@@ -1,60 +1,52 @@
-package store
+-- A thread's history in Redis: every script reads and writes it through
+-- these functions only.
+--
+-- Layout (KEYS: the thread hash T and the history hash H), positions counted
+-- from 1 in commit order, in chunks of 32:
+--
+--  H "<c>"     sealed chunk c (positions c*32+1 … c*32+32): their JSON,
+--              each followed by "\n" (encoding/json never writes a raw
+--              newline); never rewritten, so records trimmed since stay
+--              until the whole chunk is
+--  H "x<c>"    "<greatest ID up to the chunk's end>|<len>,<len>,…": the
+--              greatest message ID in byte order over the kept positions up
+--              to c*32+32 (never decreasing from chunk to chunk), then each
+--              record's length
+--  H "p<pos>"  the JSON of a position not yet sealed: the newest 64 to 95
+--  H "i:<id>"  the position of a message not yet sealed
+--  H "o:<id>"  the position of a message whose ID was not greater than
+--              every ID before it (minted on an instance whose clock was
+--              behind)
+--  T seq       the newest position; T hfirst the oldest kept (default 1);
+--  T hmax      the greatest ID so far; T bytes the JSON bytes kept;
+--  T hooo      how many "o:" entries exist
+--
+-- A message's JSON starts with {"id":"<id>" (encodeMessages checks it), so
+-- sealed records carry no ID of their own. Per message Redis keeps its JSON,
+-- a newline and a share of two hash entries per 32 messages — about 1.1
+-- times the JSON, where a sorted-set entry and a hash entry per message cost
+-- 2.1 — plus, for the newest 64 to 95 only, two entries each.
+--
+-- Lua copies every string it touches and a 7 KiB chunk costs microseconds
+-- each time, so the newest messages stay in small fields: a commit writes
+-- only those, and windows and pages of up to 64 of the newest read only
+-- those. A chunk is built once, when its last position is 64 behind the
+-- newest; trimming reads only the lengths in "x". Scripts return the JSON of
+-- a run of records as one newline-separated string, split by splitRecords
+-- in Go.
+--
+-- A window or a page is found by position arithmetic and read from the
+-- fields or chunks it spans: O(page). A cursor's position is its "i:" or
+-- "o:" entry, or is found by binary search over the "x" entries — UUIDv7s
+-- minted in order make the first chunk whose greatest ID is not less than
+-- the cursor the only one that can hold it — then a look at that chunk's 32
+-- record starts: O(log n).
+--
+-- Threads written by the earlier layout (a sorted set chatd:{T}:msgs of
+-- IDs by position and a hash chatd:{T}:msgdata of JSON) are converted the
+-- first time a script reads or writes their history: once per thread,
+-- O(its length).
 
-import (
-	"bytes"
-	"errors"
-)
-
-// historyLua lays out and reads a thread's history in Redis. It is part of
-// every script (see newScript), so each script reads and writes history
-// through these functions only.
-//
-// Layout (KEYS: the thread hash T and the history hash H), positions counted
-// from 1 in commit order, in chunks of 32:
-//
-//	H "<c>"     sealed chunk c (positions c*32+1 … c*32+32): their JSON,
-//	            each followed by "\n" (encoding/json never writes a raw
-//	            newline); never rewritten, so records trimmed since stay
-//	            until the whole chunk is
-//	H "x<c>"    "<greatest ID up to the chunk's end>|<len>,<len>,…": the
-//	            greatest message ID in byte order over the kept positions up
-//	            to c*32+32 (never decreasing from chunk to chunk), then each
-//	            record's length
-//	H "p<pos>"  the JSON of a position not yet sealed: the newest 64 to 95
-//	H "i:<id>"  the position of a message not yet sealed
-//	H "o:<id>"  the position of a message whose ID was not greater than
-//	            every ID before it (minted on an instance whose clock was
-//	            behind)
-//	T seq       the newest position; T hfirst the oldest kept (default 1);
-//	T hmax      the greatest ID so far; T bytes the JSON bytes kept;
-//	T hooo      how many "o:" entries exist
-//
-// A message's JSON starts with {"id":"<id>" (encodeMessages checks it), so
-// sealed records carry no ID of their own. Per message Redis keeps its JSON,
-// a newline and a share of two hash entries per 32 messages — about 1.1
-// times the JSON, where a sorted-set entry and a hash entry per message cost
-// 2.1 — plus, for the newest 64 to 95 only, two entries each.
-//
-// Lua copies every string it touches and a 7 KiB chunk costs microseconds
-// each time, so the newest messages stay in small fields: a commit writes
-// only those, and windows and pages of up to 64 of the newest read only
-// those. A chunk is built once, when its last position is 64 behind the
-// newest; trimming reads only the lengths in "x". Scripts return the JSON of
-// a run of records as one newline-separated string, split by splitRecords
-// in Go.
-//
-// A window or a page is found by position arithmetic and read from the
-// fields or chunks it spans: O(page). A cursor's position is its "i:" or
-// "o:" entry, or is found by binary search over the "x" entries — UUIDv7s
-// minted in order make the first chunk whose greatest ID is not less than
-// the cursor the only one that can hold it — then a look at that chunk's 32
-// record starts: O(log n).
-//
-// Threads written by the earlier layout (a sorted set chatd:{T}:msgs of
-// IDs by position and a hash chatd:{T}:msgdata of JSON) are converted the
-// first time a script reads or writes their history: once per thread,
-// O(its length).
-const historyLua = `
 local CHUNK, LIVE = 32, 64
 
 -- id_less compares IDs byte by byte. Lua's < on strings follows the
@@ -358,22 +350,3 @@ local function hist_page(t, msgs, msgdata, h, limit, before)
   if lo > first then more = 1 end
   return more, hist_range(h, seq, lo, hi)
 end
-`
-
-// splitRecords splits script reply strings, each one or more
-// newline-separated message JSON records (historyLua), into the records.
-func splitRecords(data []any) ([][]byte, error) {
-	out := make([][]byte, 0, len(data))
-	for _, v := range data {
-		s, ok := replyString(v)
-		if !ok {
-			return nil, errors.New("store: corrupt history reply")
-		}
-		for rec := range bytes.SplitSeq([]byte(s), []byte{'\n'}) {
-			if len(rec) > 0 {
-				out = append(out, rec)
-			}
-		}
-	}
-	return out, nil
-}

@@ -1,0 +1,13 @@
+-- Reads a thread the principal owns.
+-- Returns NOTFOUND | OK + thread (9 fields, see thread_reply) + pending JSON
+-- or nil.
+local thread_key = KEYS[1]
+local pending_key = KEYS[2]
+local lock_key = KEYS[3]
+local principal = ARGV[1]
+
+local t = owned_thread(thread_key, principal)
+if not t then return {'NOTFOUND'} end
+local out = thread_reply({'OK'}, t, lock_key)
+out[#out + 1] = redis.call('HGET', pending_key, 'data')
+return out
