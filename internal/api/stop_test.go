@@ -209,3 +209,35 @@ func TestStopAsTurnEnds(t *testing.T) {
 		assert.Equal(t, res.Message.Message, history[1].Message)
 	}
 }
+
+// TestCancelPending: a turn with cancel_pending steers away from the
+// pending question: the question is recorded as cancelled, the turn runs,
+// and the question is consumed. Without it the turn is refused.
+func TestCancelPending(t *testing.T) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
+		ts := newTestServer(t, withStoreKind(kind))
+		thread := ts.mustCreateThread(t, alice, "echo")
+		paused := ts.mustPause(t, alice, thread, `/elicit {"message":"Ok?","requestedSchema":{"type":"object","properties":{}}}`)
+		mustProblem(t, ts.postTurn(t, alice, thread, "other"), http.StatusConflict, "elicitation_pending")
+
+		resp := ts.do(t, testRequest{method: http.MethodPost, path: turnPath(thread), as: alice,
+			body: mustJSON(t, map[string]any{"message": "other", "cancel_pending": true})})
+		mustStatus(t, resp, http.StatusOK)
+		res := mustDecode[wireTurnResult](t, resp.Body)
+		assert.Equal(t, "other", res.Message.Message)
+		history := ts.mustHistory(t, alice, thread)
+		require.Len(t, history, 5)
+		assert.Equal(t, "Cancelled.", history[2].Message)
+		assert.Equal(t, "cancel", history[2].Meta[blocks.MetaElicitationResult].(map[string]any)["action"])
+		assert.Equal(t, res.UserMessage.ID, history[3].ID)
+		mustProblem(t, ts.answer(t, alice, thread, paused.Elicitation.id(), map[string]any{"action": "accept"}),
+			http.StatusConflict, "elicitation_consumed")
+		assert.Nil(t, ts.mustThread(t, alice, thread).PendingElicitation)
+
+		// With nothing pending the flag changes nothing.
+		resp = ts.do(t, testRequest{method: http.MethodPost, path: turnPath(thread), as: alice,
+			body: mustJSON(t, map[string]any{"message": "again", "cancel_pending": true})})
+		mustStatus(t, resp, http.StatusOK)
+		assert.Len(t, ts.mustHistory(t, alice, thread), 7)
+	})
+}

@@ -81,6 +81,22 @@ type Turn struct {
 // when the same idempotency key's turn is still running with the same
 // body — a retry that may follow that turn instead.
 func (e *Engine) Begin(ctx context.Context, p Plain) (*Turn, error) {
+	t, err := e.begin(ctx, p)
+	var pending *store.PendingError
+	if errors.As(err, &pending) && p.CancelPending {
+		if err := e.cancelPending(ctx, p, pending.Pending); err != nil {
+			return nil, err
+		}
+		// The user's message comes after the cancel in history, and IDs
+		// are time-ordered: it gets a new one.
+		p.Message.ID, p.Message.Timestamp = blocks.NewID(), blocks.Now()
+		t, err = e.begin(ctx, p)
+	}
+	return t, err
+}
+
+// begin takes the thread's lock for a plain turn, or finds its replay.
+func (e *Engine) begin(ctx context.Context, p Plain) (*Turn, error) {
 	start := Start{ThreadID: p.ThreadID, TurnID: blocks.NewID(), MessageID: blocks.NewID(), UserMessageID: p.Message.ID}
 	first, err := newEvent(1, EventStart, start)
 	if err != nil {
@@ -115,6 +131,35 @@ func (e *Engine) Begin(ctx context.Context, p Plain) (*Turn, error) {
 		t.idempotency = &store.Idempotency{Principal: p.Principal, Key: p.IdempotencyKey, Fingerprint: p.Fingerprint}
 	}
 	return t, nil
+}
+
+// cancelPending records the pending elicitation as answered cancel, as an
+// answer would, without resuming its processor: the user steered away from
+// the question. It claims the question like an answer (another answer in
+// progress is store.ErrBusy), writes no turn log, and commits the recorded
+// answer alone.
+func (e *Engine) cancelPending(ctx context.Context, p Plain, pending store.Pending) error {
+	begun, err := e.store.BeginResume(ctx, store.BeginResume{
+		ThreadID: p.ThreadID, Principal: p.Principal, ElicitationID: pending.ElicitationID, LockTTL: e.cfg.LockLease,
+	})
+	if err != nil {
+		return err
+	}
+	request, err := elicit.DecodeRequest(begun.Pending.Request)
+	if err != nil {
+		return fmt.Errorf("stored elicitation does not decode: %w", err)
+	}
+	cancel := elicit.Result{Action: elicit.Cancel}
+	record := blocks.Message{ID: blocks.NewID(), Role: blocks.RoleUser, Text: request.Describe(cancel), Timestamp: blocks.Now(),
+		Meta: map[string]any{blocks.MetaElicitationResult: answerRecord(pending.ElicitationID, cancel)}}
+	if err := e.store.CommitTurn(ctx, store.Commit{
+		ThreadID: p.ThreadID, Owner: begun.Thread.Owner, LockToken: begun.LockToken,
+		Consumed: pending.ElicitationID, Messages: []blocks.Message{record},
+	}); err != nil {
+		return err
+	}
+	e.obs.Elicitation(begun.Thread.Processor, answerEvent[elicit.Cancel])
+	return nil
 }
 
 // BeginAnswer validates an elicitation's answer and starts the turn that

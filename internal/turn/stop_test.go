@@ -2,6 +2,7 @@ package turn_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chatd/internal/blocks"
+	"chatd/internal/elicit"
 	"chatd/internal/processor"
 	"chatd/internal/store"
 	"chatd/internal/turn"
@@ -282,3 +284,74 @@ func TestStopAsTheTurnCommits(t *testing.T) {
 		assert.Equal(t, last.Result.Message.Text, page.Messages[1].Text, "turn %d", i)
 	}
 }
+
+// asker pauses with a confirm on its first message and echoes the rest.
+type asker struct{}
+
+func (asker) Describe() string { return "asks, then echoes" }
+
+func (asker) Process(_ context.Context, in processor.Input, _ processor.Emit) (processor.Output, error) {
+	if in.Message != nil && in.Message.Text == "ask" {
+		req, err := elicit.NewRequest("Sure?", json.RawMessage(`{"type":"object","properties":{}}`), nil)
+		if err != nil {
+			return processor.Output{}, err
+		}
+		return processor.Output{Pause: &processor.Pause{Request: req}}, nil
+	}
+	if in.Resume != nil {
+		return processor.Output{Text: "resumed"}, nil
+	}
+	return processor.Output{Text: "echo: " + in.Message.Text}, nil
+}
+
+// TestCancelPending: a turn that asks to cancel the pending question
+// records the cancel as an answer would, without resuming the processor,
+// then runs; the question cannot be answered after it. Without the flag a
+// pending question still refuses the turn.
+func TestCancelPending(t *testing.T) {
+	st := store.NewMemory(store.Options{})
+	obs := &elicitations{}
+	e := newStopEngine(t, st, asker{}, nil, obs)
+	threadID := mustThread(t, st)
+	plain := func(text string, cancel bool) (*turn.Turn, error) {
+		return e.Begin(context.Background(), turn.Plain{ThreadID: threadID, Principal: "alice",
+			Message: blocks.NewMessage(blocks.RoleUser, text, nil, nil), CancelPending: cancel})
+	}
+	tr, err := plain("ask", false)
+	require.NoError(t, err)
+	paused := collect(t, tr.Events(context.Background(), -1))
+	require.Equal(t, turn.StatusInputRequired, paused[len(paused)-1].Result.Status)
+	eid := paused[len(paused)-1].Result.Message.Meta[blocks.MetaElicitationID].(string)
+
+	_, err = plain("never mind", false)
+	var pendingErr *store.PendingError
+	require.ErrorAs(t, err, &pendingErr)
+
+	tr, err = plain("never mind", true)
+	require.NoError(t, err)
+	events := collect(t, tr.Events(context.Background(), -1))
+	res := events[len(events)-1].Result
+	assert.Equal(t, "echo: never mind", res.Message.Text)
+
+	page, err := st.History(context.Background(), threadID, "alice", 10, "")
+	require.NoError(t, err)
+	require.Len(t, page.Messages, 5)
+	cancelled := page.Messages[2]
+	assert.Equal(t, "Cancelled.", cancelled.Text)
+	assert.Equal(t, map[string]any{"elicitation_id": eid, "action": "cancel"}, cancelled.Meta[blocks.MetaElicitationResult])
+	assert.Equal(t, res.UserMessage.ID, page.Messages[3].ID)
+	assert.Less(t, cancelled.ID, page.Messages[3].ID, "the cancel comes before the new message")
+	assert.Equal(t, []string{"created", "cancelled"}, obs.events)
+
+	_, err = e.BeginAnswer(context.Background(), turn.Answer{ThreadID: threadID, Principal: "alice", ElicitationID: eid,
+		Result: elicit.Result{Action: elicit.Accept}})
+	assert.ErrorIs(t, err, store.ErrElicitationConsumed)
+}
+
+// elicitations records elicitation events.
+type elicitations struct {
+	counter
+	events []string
+}
+
+func (o *elicitations) Elicitation(_, event string) { o.events = append(o.events, event) }

@@ -302,6 +302,21 @@ test('ai-sdk: a stopped turn ends with an abort chunk before [DONE]', async () =
   assert.equal(message.metadata.chatd._meta['drupal.org/ai.stopped'], true);
 });
 
+test('ai-sdk: a new message while a question is pending cancels the question', async () => {
+  const thread = await newThread();
+  const chat = newChat(thread);
+  await chat.sendMessage({ text: elicit(form) });
+  const call = elicitationPart(chat.lastMessage);
+  assert.equal(call.state, 'input-available');
+  await chat.sendMessage({ text: 'never mind' });
+  assert.equal(chat.status, 'ready');
+  assert.equal(textOf(chat.lastMessage), 'never mind');
+  const msgs = await history(thread);
+  assert.deepEqual(msgs.map((m) => m.message), [elicit(form), form.message, 'Cancelled.', 'never mind', 'never mind']);
+  assert.deepEqual(msgs[2]._meta['drupal.org/ai.elicitation_result'], { elicitation_id: call.toolCallId, action: 'cancel' });
+  assert.equal((await api(base, 'GET', `/v1/threads/${thread}`)).body.pending_elicitation, null);
+});
+
 // --- AG-UI ---
 
 // run runs one HttpAgent run and collects its events.
