@@ -102,7 +102,12 @@ func newChatdWith(st api.Store, cfg turn.Config, readHistory bool, adjust func(*
 		return nil, err
 	}
 	metrics := api.NewMetrics()
-	engine := turn.New(turn.Deps{Store: st, Processors: reg, Observer: metrics, Config: cfg})
+	// Instances on one Redis reach each other's turns through it, for stops.
+	var relay turn.Relay
+	if r, ok := st.(*store.Redis); ok {
+		relay = r.Relay()
+	}
+	engine := turn.New(turn.Deps{Store: st, Processors: reg, Observer: metrics, Config: cfg, Relay: relay})
 	deps := api.Deps{Store: st, Engine: engine, Processors: reg, Auth: api.AnonymousAuth{}, Metrics: metrics, Config: api.DefaultConfig}
 	if adjust != nil {
 		adjust(&deps)

@@ -212,6 +212,12 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		return nil, fmt.Errorf("row 8: %w", err)
 	}
 
+	// 9: stopping a turn.
+	stops, err := b.measureStop(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("row 9: %w", err)
+	}
+
 	// 5: short against long threads.
 	growth, err := b.measureGrowth(ctx)
 	if err != nil {
@@ -242,6 +248,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 	)
 	rows = append(rows, cluster...)
 	rows = append(rows, turnLog...)
+	rows = append(rows, stops...)
 	return rows, nil
 }
 
