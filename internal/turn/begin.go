@@ -59,9 +59,12 @@ type Turn struct {
 	// turn that runs.
 	replay *Event
 	ran    atomic.Bool
-	// stopper stops the turn; unregister ends its registration.
+	// out, seq and deltas carry the running turn's events to its consumer.
+	out    outbox
+	seq    sequence
+	deltas deltaQueue
+	// stopper stops the turn.
 	stopper          *stopper
-	unregister       func()
 	stopOnDisconnect bool
 	stopped          bool // set once a stop decided the turn's outcome
 
@@ -102,14 +105,14 @@ func (e *Engine) begin(ctx context.Context, p Plain) (*Turn, error) {
 	if err != nil {
 		return nil, err
 	}
-	stopper, unregister := e.stoppable(ctx, start.TurnID)
+	stopper := e.stoppable(ctx, start.TurnID)
 	begun, err := e.store.BeginTurn(ctx, store.BeginTurn{
 		ThreadID: p.ThreadID, Principal: p.Principal, IdempotencyKey: p.IdempotencyKey,
 		LockTTL: e.cfg.LockLease, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
 		Turn: store.TurnBegin{ID: start.TurnID, Fingerprint: p.Fingerprint, Start: first.record()},
 	})
 	if err != nil || begun.Replay != nil {
-		unregister()
+		e.stops.unregister(start.TurnID)
 	}
 	var running *store.RunningError
 	if errors.As(err, &running) && running.Fingerprint != p.Fingerprint {
@@ -125,7 +128,7 @@ func (e *Engine) begin(ctx context.Context, p Plain) (*Turn, error) {
 		return e.replayed(p, begun.Replay.Result), nil
 	}
 	t := &Turn{e: e, ref: Ref{ThreadID: p.ThreadID, Principal: p.Principal, TurnID: start.TurnID}, stream: p.Stream,
-		stopper: stopper, unregister: unregister, stopOnDisconnect: p.StopOnDisconnect,
+		stopper: stopper, stopOnDisconnect: p.StopOnDisconnect,
 		first: first, begun: begun, userMsg: p.Message, input: processor.Input{Message: &p.Message}}
 	if p.IdempotencyKey != "" {
 		t.idempotency = &store.Idempotency{Principal: p.Principal, Key: p.IdempotencyKey, Fingerprint: p.Fingerprint}
@@ -194,7 +197,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 	if err != nil {
 		return nil, err
 	}
-	stopper, unregister := e.stoppable(ctx, start.TurnID)
+	stopper := e.stoppable(ctx, start.TurnID)
 	begun, err := e.store.BeginResume(ctx, store.BeginResume{
 		ThreadID: a.ThreadID, Principal: a.Principal, ElicitationID: a.ElicitationID,
 		LockTTL: e.cfg.LockLease, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
@@ -206,11 +209,11 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 		e.obs.Elicitation(thread.Processor, "expired")
 	}
 	if err != nil {
-		unregister()
+		e.stops.unregister(start.TurnID)
 		return nil, err
 	}
 	t := &Turn{e: e, ref: Ref{ThreadID: a.ThreadID, Principal: a.Principal, TurnID: start.TurnID}, stream: a.Stream,
-		stopper: stopper, unregister: unregister, stopOnDisconnect: a.StopOnDisconnect,
+		stopper: stopper, stopOnDisconnect: a.StopOnDisconnect,
 		first: first, begun: begun, consumed: a.ElicitationID, answer: a.Result.Action}
 	if request == nil {
 		// Defensive: a claim implies the read above saw this elicitation
@@ -218,7 +221,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 		// but the request is taken from the claim if the read missed it.
 		if request, err = decodeAndValidate(begun.Pending.Request, a.Result); err != nil {
 			t.release(nil)
-			unregister()
+			e.stops.unregister(start.TurnID)
 			return nil, err
 		}
 	}
@@ -236,7 +239,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 // the moment the store shows it running. The turn's instance listens for
 // stops first; if it cannot yet (the store is unreachable), the turn can
 // still be stopped from this instance, and the next turn tries again.
-func (e *Engine) stoppable(ctx context.Context, turnID string) (*stopper, func()) {
+func (e *Engine) stoppable(ctx context.Context, turnID string) *stopper {
 	if err := e.listenForStops(ctx); err != nil {
 		e.warnStore("listening for stops", err)
 	}

@@ -17,6 +17,8 @@ import (
 func (t *Turn) keepLease(ctx context.Context) (context.Context, func() error) {
 	lease := t.e.cfg.LockLease
 	ctx, cancel := context.WithCancelCause(ctx)
+	// A stop ends the same context, with its own cause.
+	t.stopper.attach(cancel)
 	var (
 		// mu is held by a renewal, so that stopping waits for one in flight.
 		mu      sync.Mutex

@@ -29,8 +29,6 @@ func (t *Turn) invoke(ctx context.Context, emit processor.Emit, deltas *deltaQue
 	}
 	procCtx, cancel := context.WithTimeout(ctx, t.e.processorBudget())
 	defer cancel()
-	procCtx, stop := t.stopper.attach(procCtx)
-	defer stop()
 	t.input.ThreadID, t.input.Principal, t.input.History = thread.ID, thread.Owner, t.begun.History
 	return invoke(procCtx, proc, t.input, emit, deltas, out)
 }

@@ -41,7 +41,8 @@ func (t *Turn) Events(ctx context.Context, after int) iter.Seq2[Event, error] {
 		if t.ran.Swap(true) {
 			return
 		}
-		t.run(ctx, &outbox{yield: yield})
+		t.out.yield = yield
+		t.run(ctx)
 	}
 }
 
@@ -80,10 +81,11 @@ func (o *outbox) send(ev Event) {
 }
 
 // run runs a begun turn to its end, sending out every event.
-func (t *Turn) run(ctx context.Context, out *outbox) {
+func (t *Turn) run(ctx context.Context) {
 	e := t.e
 	thread := t.begun.Thread
-	defer t.unregister()
+	out, seq, deltas := &t.out, &t.seq, &t.deltas
+	defer e.stops.unregister(t.ref.TurnID)
 	if t.stopOnDisconnect {
 		defer context.AfterFunc(ctx, t.stopper.stop)()
 	}
@@ -94,8 +96,10 @@ func (t *Turn) run(ctx context.Context, out *outbox) {
 	// processor is stopped, since its commit would be refused anyway.
 	leaseCtx, lost := t.keepLease(ctx)
 	rec := newRecorder(e, thread.ID, t.ref.TurnID, t.stream)
-	seq := &sequence{last: 1}
-	deltas := newDeltaQueue(t.stream)
+	seq.last = 1
+	if t.stream {
+		deltas.ready = make(chan struct{}, 1)
+	}
 	emit := func(d processor.Delta) {
 		if !t.stream {
 			// A turn answered as one body has no use for deltas: they are
@@ -120,8 +124,9 @@ func (t *Turn) run(ctx context.Context, out *outbox) {
 	}
 
 	output, err := t.invoke(leaseCtx, emit, deltas, out)
+	stopped := t.stopper.settle()
 	leaseErr := lost()
-	if t.stopper.settle() {
+	if stopped {
 		output, err = stoppedOutput(output, err, seq.streamed()), nil
 		t.stopped = true
 	}
@@ -235,24 +240,31 @@ func (s *sequence) close() int {
 // consumer and the consumer is only ever called from its own goroutine.
 type deltaQueue struct {
 	mu    sync.Mutex
-	queue []Event
-	ready chan struct{} // has deltas; capacity 1; nil when the turn does not stream
+	queue []queuedDelta
+	ready chan struct{} // has deltas; capacity 1; nil unless the turn streams
 	// spare is the last drained batch, reused as the next queue; only
 	// drain touches it.
-	spare []Event
+	spare []queuedDelta
 }
 
-func newDeltaQueue(stream bool) *deltaQueue {
-	q := &deltaQueue{}
-	if stream {
-		q.ready = make(chan struct{}, 1)
-	}
-	return q
+// queuedDelta is a delta event as it waits: smaller than an Event, which
+// also has room for every other kind.
+type queuedDelta struct {
+	id    int
+	delta Delta
+	data  []byte
 }
+
+// deltaBatch is a streamed turn's first allocation for its queue: most
+// turns' deltas fit, however fast the processor emits them.
+const deltaBatch = 32
 
 func (q *deltaQueue) push(ev Event) {
 	q.mu.Lock()
-	q.queue = append(q.queue, ev)
+	if q.queue == nil {
+		q.queue = make([]queuedDelta, 0, deltaBatch)
+	}
+	q.queue = append(q.queue, queuedDelta{id: ev.ID, delta: ev.Delta, data: ev.data})
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:
@@ -267,8 +279,8 @@ func (q *deltaQueue) drain(out *outbox) {
 	batch := q.queue
 	q.queue = q.spare[:0]
 	q.mu.Unlock()
-	for _, ev := range batch {
-		out.send(ev)
+	for _, d := range batch {
+		out.send(Event{ID: d.id, Kind: EventDelta, Delta: d.delta, data: d.data})
 	}
 	clear(batch)
 	q.spare = batch

@@ -88,8 +88,8 @@ type stopper struct {
 	settled bool
 }
 
-// register makes a turn stoppable; the turn calls done when it has ended.
-func (s *stops) register(turnID string) (*stopper, func()) {
+// register makes a turn stoppable, until unregister.
+func (s *stops) register(turnID string) *stopper {
 	st := &stopper{}
 	s.mu.Lock()
 	if s.turns == nil {
@@ -97,11 +97,14 @@ func (s *stops) register(turnID string) (*stopper, func()) {
 	}
 	s.turns[turnID] = st
 	s.mu.Unlock()
-	return st, func() {
-		s.mu.Lock()
-		delete(s.turns, turnID)
-		s.mu.Unlock()
-	}
+	return st
+}
+
+// unregister ends a turn's registration.
+func (s *stops) unregister(turnID string) {
+	s.mu.Lock()
+	delete(s.turns, turnID)
+	s.mu.Unlock()
 }
 
 // stop stops the turn if this instance runs it, and reports whether it does.
@@ -128,17 +131,15 @@ func (st *stopper) stop() {
 	}
 }
 
-// attach is the processor's context: cancelled with processor.ErrStopped
-// when the turn is stopped (at once if it already was).
-func (st *stopper) attach(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
+// attach makes a stop cancel the turn's running context (the one its
+// lease keeps) with processor.ErrStopped, at once if it already came.
+func (st *stopper) attach(cancel context.CancelCauseFunc) {
 	st.mu.Lock()
 	st.cancel = cancel
 	if st.stopped {
 		cancel(processor.ErrStopped)
 	}
 	st.mu.Unlock()
-	return ctx, func() { cancel(context.Canceled) }
 }
 
 // settle decides the turn's outcome: it reports whether the turn was
