@@ -469,7 +469,7 @@ func seedThread(ctx context.Context, st api.Store, id string, n, batch int) (int
 	return size, nil
 }
 
-// memoryGoal is SPEC §17's bound on Redis memory per stored message, as a
+// memoryGoal is the goal for Redis memory per stored message, as a
 // multiple of its JSON.
 const memoryGoal = 1.3
 

@@ -123,7 +123,7 @@ func (g *jsonGen) value(depth int) string {
 	}
 }
 
-// TestAcceptedValuesComeBackExactly is SPEC §10's property on both stores:
+// TestAcceptedValuesComeBackExactly is chatd's exactness property on both stores:
 // any turn body or answer the API accepts comes back from history with its
 // free-form values unchanged (every number literal and string as sent), and
 // nothing a request carries makes history fail. What chatd refuses is a

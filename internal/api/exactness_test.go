@@ -21,9 +21,9 @@ import (
 	"chatd/internal/turn"
 )
 
-// SPEC §10: what a client sends is what it reads back.
+// What a client sends is what it reads back.
 
-// exactNumbers are SPEC §10's literals and a few more a float64 would change.
+// exactNumbers are literals a float64 would change, and a few more.
 var exactNumbers = []string{"1e400", "9007199254740993", "-0", "1.0", "0.1e-2", "1E+2", "-0.0", "123456789012345678901234567890", "5e-400"}
 
 // canonical re-encodes a JSON value with sorted keys and numbers as

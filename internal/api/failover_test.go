@@ -86,7 +86,7 @@ func (f failoverFigures) String() string {
 }
 
 // TestFailover kills the master of a busy thread's slot while clients send
-// turns (SPEC §17), on a Cluster of three masters with a replica each and on
+// turns, on a Cluster of three masters with a replica each and on
 // a Sentinel set-up. With CHATD_REDIS_WAIT_REPLICAS=1 no acknowledged turn
 // is lost; meanwhile turns answer 503 (or 409 while a lock taken before the
 // failover lasts), never 500 or 502, and they continue once the replica has

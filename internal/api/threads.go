@@ -138,7 +138,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-// History page bounds of SPEC §3.
+// History page bounds (openapi.yaml documents them).
 const (
 	defaultPageLimit = 50
 	maxPageLimit     = 200
@@ -191,7 +191,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, jsonType, view)
 }
 
-// Thread list page bounds of SPEC §12.
+// Thread list page bounds (openapi.yaml documents them).
 const (
 	defaultThreadLimit = 20
 	maxThreadLimit     = 100
@@ -249,7 +249,7 @@ type threadPatch struct {
 	Metadata json.RawMessage `json:"metadata"`
 }
 
-// Bounds of a title (SPEC §12 leaves them to chatd; see docs/decisions.md).
+// Bounds of a title (docs/decisions.md says why).
 const maxTitleRunes = 200
 
 // handleUpdateThread sets a thread's title and metadata:

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// exactNumbers are the literals SPEC §10 names: beyond float64's range, past
+// exactNumbers are literals a float64 cannot keep: beyond float64's range, past
 // 2^53, negative zero, a redundant fraction and a small exponent.
 var exactNumbers = []string{"1e400", "9007199254740993", "-0", "1.0", "0.1e-2", "1E+2", "-123456789012345678901234567890.000"}
 

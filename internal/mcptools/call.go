@@ -299,7 +299,7 @@ func (st *toolState) askNext() error {
 }
 
 // checkQuestion checks elicitation/create params as chatd would show them:
-// form mode only, the schema within SPEC §4. It returns the params without
+// form mode only, the schema within what internal/elicit allows. It returns the params without
 // mode (chatd never emits it).
 func checkQuestion(params json.RawMessage) (json.RawMessage, error) {
 	var p map[string]json.RawMessage

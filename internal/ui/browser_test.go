@@ -163,7 +163,7 @@ func newTab(tb testing.TB, srv *httptest.Server) *tab {
 				return
 			}
 			// A 4xx the page handles is logged by the browser's network
-			// layer; it is not an error of the page (SPEC §16).
+			// layer; it is not an error of the page.
 			if m.Source == "network" {
 				continue
 			}
@@ -534,7 +534,7 @@ func (p *cuttingProxy) waitFor(tb testing.TB, n int) {
 	tb.Fatalf("fewer than %d reattach requests", n)
 }
 
-// everyKind is an elicitation with every field kind SPEC §4 allows, widget
+// everyKind is an elicitation with every field kind chatd allows, widget
 // hints among them (one the page knows, one it does not).
 const everyKind = `{"message": "Tell me everything", "requestedSchema": {"type": "object", "properties": {
 	"name": {"type": "string", "title": "Name", "minLength": 2, "maxLength": 20, "default": "Ana"},

@@ -17,7 +17,7 @@ import (
 	"chatd/internal/processor"
 )
 
-// Defaults of an agent's limits, as SPEC §14 gives them.
+// Defaults of an agent's limits: the agents file documents them.
 const (
 	DefaultMaxSteps      = 8
 	DefaultHistoryWindow = 20

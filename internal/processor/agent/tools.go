@@ -119,9 +119,9 @@ func checkToolName(name string) error {
 // askUserName is the built-in tool that asks the user a structured question.
 const askUserName = "ask_user"
 
-// askUserDescription tells the model how to use ask_user; the restriction it
-// states is SPEC §4's, which chatd enforces, so a model that strays is told
-// exactly which field to fix.
+// askUserDescription tells the model how to use ask_user; the restriction
+// it states is the one internal/elicit enforces, so a model that strays is
+// told exactly which field to fix.
 const askUserDescription = `Ask the user a structured question and wait for the answer. Use it when you need information or a decision from the user to continue; the chat shows a form built from requestedSchema. requestedSchema is a flat JSON Schema: {"type":"object","properties":{...},"required":[...]}. Each property is one of: {"type":"string"} with optional minLength, maxLength and format (email, uri, date, date-time); {"type":"number"} or {"type":"integer"} with optional minimum, maximum; {"type":"boolean"}; a single choice {"type":"string","enum":[...]}; a multiple choice {"type":"array","items":{"type":"string","enum":[...]}} with optional minItems, maxItems. Every property may have title, description and default. No nested objects, no other arrays, no pattern, no $ref. For a yes/no confirmation use {"type":"object","properties":{}}. The answer comes back as {"action":"accept"|"decline"|"cancel","content":{...}}.`
 
 var askUserParameters = json.RawMessage(`{
