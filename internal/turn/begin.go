@@ -170,24 +170,9 @@ func (e *Engine) cancelPending(ctx context.Context, p Plain, pending store.Pendi
 // *blocks.ValidationError (with the elicitation still pending) for an
 // answer that does not fit the question.
 func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
-	// Validate before claiming: a claim excludes every other answer while it
-	// is held, so an invalid answer must be refused without taking one. This
-	// read also answers for the thread first, so another principal's thread
-	// looks exactly like a missing one whatever the elicitation ID.
-	thread, pending, err := e.store.GetThread(ctx, a.ThreadID, a.Principal)
+	thread, request, err := e.checkAnswer(ctx, a)
 	if err != nil {
 		return nil, err
-	}
-	if !blocks.IsCanonicalID(a.ElicitationID) {
-		return nil, store.ErrElicitationNotFound
-	}
-	// An elicitation's request never changes, so the request validated here
-	// is the one the claim below finds.
-	var request *elicit.Request
-	if pending != nil && pending.ElicitationID == a.ElicitationID {
-		if request, err = decodeAndValidate(pending.Request, a.Result); err != nil {
-			return nil, err
-		}
 	}
 	// The recorded answer's ID is minted first: IDs are time-ordered, and
 	// the answer comes before the reply.
@@ -225,14 +210,42 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 			return nil, err
 		}
 	}
-	// The answer's own _meta is kept on the recorded message, beside the
-	// record of the result.
+	t.answered(request, a)
+	return t, nil
+}
+
+// checkAnswer validates an answer before it claims its elicitation: a
+// claim excludes every other answer while it is held, so an invalid answer
+// must be refused without taking one. The read also answers for the
+// thread first, so another principal's thread looks exactly like a missing
+// one whatever the elicitation ID. request is nil when the read did not
+// find the elicitation pending.
+func (e *Engine) checkAnswer(ctx context.Context, a Answer) (store.Thread, *elicit.Request, error) {
+	thread, pending, err := e.store.GetThread(ctx, a.ThreadID, a.Principal)
+	if err != nil {
+		return store.Thread{}, nil, err
+	}
+	if !blocks.IsCanonicalID(a.ElicitationID) {
+		return store.Thread{}, nil, store.ErrElicitationNotFound
+	}
+	// An elicitation's request never changes, so the request validated here
+	// is the one the claim finds.
+	if pending == nil || pending.ElicitationID != a.ElicitationID {
+		return thread, nil, nil
+	}
+	request, err := decodeAndValidate(pending.Request, a.Result)
+	return thread, request, err
+}
+
+// answered sets the turn's recorded answer and the processor's resume. The
+// answer's own _meta is kept on the recorded message, beside the record of
+// the result.
+func (t *Turn) answered(request *elicit.Request, a Answer) {
 	t.userMsg = blocks.Message{
-		ID: start.UserMessageID, Role: blocks.RoleUser, Text: request.Describe(a.Result), Timestamp: blocks.Now(),
+		ID: t.first.Start.UserMessageID, Role: blocks.RoleUser, Text: request.Describe(a.Result), Timestamp: blocks.Now(),
 		Meta: withMeta(a.Meta, blocks.MetaElicitationResult, answerRecord(a.ElicitationID, a.Result)),
 	}
-	t.input = processor.Input{Resume: &processor.Resume{Request: request, Result: a.Result, State: begun.Pending.State}}
-	return t, nil
+	t.input = processor.Input{Resume: &processor.Resume{Request: request, Result: a.Result, State: t.begun.Pending.State}}
 }
 
 // stoppable registers a turn about to begin, so a stop can reach it from
