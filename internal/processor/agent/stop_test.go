@@ -67,33 +67,47 @@ func TestStopAbortsTheModelCall(t *testing.T) {
 }
 
 // TestStopCancelsTheMCPToolCall: stopping an agent turn while an MCP tool
-// runs cancels the call (the server receives notifications/cancelled and
-// its handler's context ends) and records the call as cancelled.
+// runs cancels the call — a 2025 generation's server receives
+// notifications/cancelled and its handler's context ends; a 2026-07-28
+// server's request is closed — and records the call as cancelled.
 func TestStopCancelsTheMCPToolCall(t *testing.T) {
-	for _, version := range []string{"2025-06-18", "2025-11-25"} {
+	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
-			running, cancelled := make(chan struct{}), make(chan struct{})
+			running, cancelled, released := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			stateless := version >= "2026-07-28"
 			srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"},
 				&mcp.ServerOptions{SupportedProtocolVersions: []string{version}})
 			srv.AddTool(&mcp.Tool{Name: "wait", Description: "Works until cancelled", InputSchema: map[string]any{"type": "object"}},
 				func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 					close(running)
-					<-ctx.Done()
-					close(cancelled)
-					return nil, ctx.Err()
+					select {
+					case <-ctx.Done():
+						close(cancelled)
+						return nil, ctx.Err()
+					case <-released: // a stateless server need not see its request close
+						return &mcp.CallToolResult{}, nil
+					}
 				})
 			notified := make(chan struct{})
 			var once sync.Once
-			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+				&mcp.StreamableHTTPOptions{Stateless: stateless})
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				body, _ := io.ReadAll(r.Body)
 				if bytes.Contains(body, []byte(`"method":"notifications/cancelled"`)) {
 					once.Do(func() { close(notified) })
 				}
 				r.Body = io.NopCloser(bytes.NewReader(body))
+				if stateless && bytes.Contains(body, []byte(`"method":"tools/call"`)) {
+					go func() {
+						<-r.Context().Done() // the call's request closed
+						once.Do(func() { close(notified) })
+					}()
+				}
 				h.ServeHTTP(w, r)
 			}))
 			t.Cleanup(ts.Close)
+			t.Cleanup(func() { close(released) }) // before ts.Close, which waits for the handler
 			server := agent.MCPServer{Name: "srv", Transport: agent.TransportStreamableHTTP, URL: ts.URL}
 
 			m := newFakeModel(t, toolReply("Working on it.", call{"call_1", "srv__wait", `{}`}, call{"call_2", "srv__wait", `{}`}))
@@ -103,7 +117,11 @@ func TestStopCancelsTheMCPToolCall(t *testing.T) {
 			c := newChatd(t, st, a, turn.DefaultConfig)
 			thread := c.mustThread(t)
 			res := stopWhenRunning(t, c, thread, "wait", running)
-			for what, ch := range map[string]chan struct{}{"notified of the cancel": notified, "cancelled": cancelled} {
+			wait := map[string]chan struct{}{"notified of the cancel": notified, "cancelled": cancelled}
+			if stateless {
+				wait = map[string]chan struct{}{"closed": notified}
+			}
+			for what, ch := range wait {
 				select {
 				case <-ch:
 				case <-time.After(10 * time.Second):
