@@ -160,7 +160,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 		ID: start.UserMessageID, Role: blocks.RoleUser, Text: request.Describe(a.Result), Timestamp: blocks.Now(),
 		Meta: withMeta(a.Meta, blocks.MetaElicitationResult, answerRecord(a.ElicitationID, a.Result)),
 	}
-	t.input = processor.Input{Resume: &processor.Resume{Request: request, Result: a.Result, State: begun.Pending.State}}
+	t.input = processor.Input{Resume: &processor.Resume{Request: request, Result: a.Result, State: begun.Pending.State, Message: t.userMsg}}
 	return t, nil
 }
 
