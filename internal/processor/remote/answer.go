@@ -46,7 +46,13 @@ func readAnswer(resp *http.Response, emit processor.Emit) (processor.Output, err
 		if err != nil {
 			return processor.Output{}, brokenAnswer(err)
 		}
-		return decodeAnswer(data, "")
+		out, err := decodeAnswer(data, "")
+		if err == nil && out.Text != "" {
+			// One delta of the whole text, so that a streaming client's
+			// deltas add up to the reply as every processor's do.
+			emit(processor.Delta{Text: out.Text})
+		}
+		return out, err
 	case mediaNDJSON:
 		return readStream(body, emit)
 	}
