@@ -10,10 +10,12 @@ build:
 # two-core machine it outlasts go test's default 10-minute limit, which is a
 # hang detector here, not a performance goal.
 # CHATD_FRONTEND_TESTS makes the frontend protocol tests fail, rather than
-# skip, when their npm packages are not installed.
+# skip, when their npm packages are not installed, and the example
+# processors' tests when php or node is missing.
 test:
 	bash scripts/ensure-redis.sh
 	bash scripts/ensure-chromium.sh
+	bash scripts/ensure-php.sh
 	bash scripts/ensure-node-deps.sh
 	go vet ./...
 	CHATD_FRONTEND_TESTS=1 go test -race -count=1 -timeout 45m ./...
