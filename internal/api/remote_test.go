@@ -151,6 +151,12 @@ func TestRemoteProcessorFailures(t *testing.T) {
 			ndjsonLines(w, `{"type":"text.delta","delta":"thinking… "}`)
 			<-r.Context().Done()
 		}, "the remote processor did not answer within its timeout of 300ms"},
+		{"unknown-field", 0, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+			writeJSON(w, "application/json", http.StatusOK, `{"text":"x","contentBlocks":[]}`)
+		}, "the remote processor's answer is invalid: contentBlocks: unknown field"},
+		{"text-not-a-string", 0, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+			writeJSON(w, "application/json", http.StatusOK, `{"text":42}`)
+		}, "the remote processor's answer is invalid: text: must be a string, not a number"},
 		{"wrong-content-type", 0, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 			writeJSON(w, "text/plain", http.StatusOK, "hello")
 		}, `content type "text/plain"; want application/json or application/x-ndjson`},

@@ -91,12 +91,17 @@ function resumed(resume) {
 
 // stream writes the reply's text word by word as text.delta lines, then the
 // whole reply as the result line.
+// This reply is known whole at once, so its lines go out in one write; a
+// processor that waits on a model between deltas writes each line as it
+// comes (res.write), and chatd passes each on as it arrives.
 function stream(res, reply) {
-  res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
+  const lines = [];
   for (const word of reply.text.split(/(?<= )/)) {
-    if (word) res.write(JSON.stringify({ type: 'text.delta', delta: word }) + '\n');
+    if (word) lines.push(JSON.stringify({ type: 'text.delta', delta: word }));
   }
-  res.end(JSON.stringify({ type: 'result', ...reply }) + '\n');
+  lines.push(JSON.stringify({ type: 'result', ...reply }));
+  res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
+  res.end(lines.join('\n') + '\n');
 }
 
 function problem(res, status, title) {

@@ -9,8 +9,11 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode"
+
+	segjson "github.com/segmentio/encoding/json"
 
 	"chatd/internal/blocks"
 	"chatd/internal/elicit"
@@ -175,17 +178,26 @@ func decodeMeta(raw json.RawMessage, path string, ve *blocks.ValidationError) ma
 	return meta
 }
 
-// decodeStrict decodes one JSON object into v, refusing unknown fields (a
-// misspelt content_blocks would otherwise drop the blocks without a word)
-// and what chatd could not store exactly (blocks.CheckExact).
+// decodeAnswer's strictness: what chatd stores must come back exactly.
 func decodeStrict(data []byte, v any) error {
 	if err := blocks.CheckExact(data); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	return decodeFields(data, v)
+}
+
+// decodeFields decodes one JSON value into v, refusing unknown fields: a
+// misspelt content_blocks would otherwise drop the blocks without a word.
+// segmentio's decoder reads the same JSON into the same types as
+// encoding/json, with its errors, in about a third of the time, and a
+// streamed answer is a line to decode for every delta.
+func decodeFields(data []byte, v any) error {
+	rest, err := segjson.Parse(data, v, segjson.DisallowUnknownFields)
+	if err != nil {
 		return describeDecodeError(err)
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return errors.New("data after the JSON value")
 	}
 	return nil
 }
@@ -194,18 +206,41 @@ func describeDecodeError(err error) error {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		if typeErr.Field == "" {
-			return fmt.Errorf("must be a JSON object, not %s", typeErr.Value)
+			return fmt.Errorf("must be a JSON object, not %s", withArticle(kindOf(typeErr.Value)))
 		}
 		want := "an object"
 		if typeErr.Type.Kind() == reflect.String {
 			want = "a string"
 		}
-		return blocks.FieldError{Field: typeErr.Field, Detail: "must be " + want + ", not " + withArticle(typeErr.Value)}
+		return blocks.FieldError{Field: typeErr.Field, Detail: "must be " + want + ", not " + withArticle(kindOf(typeErr.Value))}
 	}
 	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return blocks.FieldError{Field: strings.Trim(field, `"`), Detail: "unknown field"}
 	}
 	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// kindOf names the kind of JSON value a type error is about: segmentio's
+// errors carry the input from the offending value on, quoted, where
+// encoding/json's name the kind.
+func kindOf(value string) string {
+	input, err := strconv.Unquote(value)
+	if err != nil {
+		return value
+	}
+	switch strings.TrimSpace(input + " ")[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 func withArticle(kind string) string {

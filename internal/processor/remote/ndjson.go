@@ -58,7 +58,7 @@ func readStream(r io.Reader, emit processor.Emit) (processor.Output, error) {
 func decodeLine(line []byte, n int, emit processor.Emit) (out processor.Output, done bool, err error) {
 	where := fmt.Sprintf("line %d", n)
 	var l lineWire
-	if err := decodeStrict(line, &l); err != nil {
+	if err := decodeFields(line, &l); err != nil {
 		return processor.Output{}, false, invalid(where, err)
 	}
 	switch l.Type {
@@ -70,6 +70,11 @@ func decodeLine(line []byte, n int, emit processor.Emit) (out processor.Output, 
 		emit(d)
 		return processor.Output{}, false, nil
 	case lineResult:
+		// Only the result is held to blocks.CheckExact: it is what chatd
+		// stores, while a delta is shown once and superseded by it.
+		if err := blocks.CheckExact(line); err != nil {
+			return processor.Output{}, false, invalid(where, err)
+		}
 		if l.Delta != nil {
 			return processor.Output{}, false, invalid(where, blocks.FieldError{Field: "delta", Detail: "is a field of text.delta lines, not of the result"})
 		}
