@@ -53,3 +53,25 @@ func FuzzNDJSON(f *testing.F) {
 		}
 	})
 }
+
+// plainDelta reads the lines it accepts exactly as the decoder does.
+func FuzzPlainDelta(f *testing.F) {
+	f.Add([]byte(`{"type":"text.delta","delta":"Hello, "}` + "\n"))
+	f.Add([]byte(`{"type":"text.delta","delta":"çà ✓ 🙂"}` + "\r\n"))
+	f.Add([]byte(`{"type":"text.delta","delta":""}`))
+	f.Add([]byte(`{"type":"text.delta","delta":"a\"b"}`))
+	f.Add([]byte(`{"type":"text.delta","delta":"x"} {"type":"text.delta","delta":"y"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		text, ok := plainDelta(line)
+		if !ok {
+			return
+		}
+		var l lineWire
+		if err := decodeFields(line, &l); err != nil {
+			t.Fatalf("plainDelta read %q, the decoder refuses it: %v", line, err)
+		}
+		if l.Type != lineDelta || l.Delta == nil || *l.Delta != text || l.Meta != nil || l.Text != nil || l.ContentBlocks != nil || l.Pause != nil {
+			t.Fatalf("plainDelta read %q as %q; the decoder reads %+v", line, text, l)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"chatd/internal/blocks"
 	"chatd/internal/processor"
@@ -56,6 +57,10 @@ func readStream(r io.Reader, emit processor.Emit) (processor.Output, error) {
 
 // decodeLine decodes line n; done when it was the result.
 func decodeLine(line []byte, n int, emit processor.Emit) (out processor.Output, done bool, err error) {
+	if text, ok := plainDelta(line); ok {
+		emit(processor.Delta{Text: text})
+		return processor.Output{}, false, nil
+	}
 	where := fmt.Sprintf("line %d", n)
 	var l lineWire
 	if err := decodeFields(line, &l); err != nil {
@@ -85,6 +90,37 @@ func decodeLine(line []byte, n int, emit processor.Emit) (out processor.Output, 
 		return out, true, nil
 	}
 	return processor.Output{}, false, invalid(where, blocks.FieldError{Field: "type", Detail: fmt.Sprintf("want %q or %q", lineDelta, lineResult)})
+}
+
+// The form of most delta lines, which plainDelta reads without a decoder.
+const (
+	plainDeltaPrefix = `{"type":"text.delta","delta":"`
+	plainDeltaSuffix = `"}`
+)
+
+// plainDelta reads a delta line of the one form most processors write,
+// {"type":"text.delta","delta":"…"} whose text needs no unescaping: no
+// quote, backslash or control character, and valid UTF-8. Anything else,
+// ok false, goes through the decoder, which reads these lines the same
+// way (FuzzPlainDelta checks): a stream is a line like this per word.
+func plainDelta(line []byte) (text string, ok bool) {
+	line = bytes.TrimRight(line, "\r\n")
+	rest, ok := bytes.CutPrefix(line, []byte(plainDeltaPrefix))
+	if !ok {
+		return "", false
+	}
+	if rest, ok = bytes.CutSuffix(rest, []byte(plainDeltaSuffix)); !ok {
+		return "", false
+	}
+	for _, c := range rest {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(rest) {
+		return "", false
+	}
+	return string(rest), true
 }
 
 // delta checks a text.delta line, which holds only delta and _meta.

@@ -49,7 +49,9 @@ func (r request) encode() ([]byte, error) {
 	buf = appendField(buf, `,"turn_id":`, r.turnID)
 	buf = appendField(buf, `,"processor":`, r.processor)
 	buf = appendField(buf, `,"principal":`, r.principal)
-	message, err := blocks.Marshal(r.message)
+	// MarshalJSON's output is the message's compact JSON already; through
+	// blocks.Marshal it would only be scanned again.
+	message, err := r.message.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
