@@ -25,7 +25,7 @@ test:
 bench:
 	bash scripts/ensure-redis.sh
 	go run ./bench/loadbench
-	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api ./internal/processor/agent
+	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api ./internal/processor/agent ./internal/processor/remote
 
 # Break chatd on purpose (Redis kill -9, an instance killed, slow clients, a
 # flood, a full embedded store) and print what survived; about a minute, all
