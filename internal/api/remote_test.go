@@ -110,13 +110,49 @@ const nestedForm = `{"message":"Where?","requestedSchema":{"type":"object","prop
 // kept.
 func TestRemoteProcessorFailures(t *testing.T) {
 	fake := newFakeRemoteProcessor(t)
+	cases := remoteFailures()
+	var opts []serverOption
+	for _, c := range cases {
+		opts = append(opts, fake.script(t, c.name, c.timeout, c.answer))
+	}
+	ts := newTestServer(t, opts...)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			thread := ts.mustCreateThread(t, alice, c.name)
+			p := mustProblem(t, ts.postTurn(t, alice, thread, "hi"), http.StatusBadGateway, "processor_failed")
+			assert.Contains(t, p.Detail, c.detail)
+			assert.NotContains(t, p.Detail, fake.URL, "the detail does not say where the processor runs")
+
+			events := eventsOnly(ts.streamTurn(t, alice, thread, "hi").readAll())
+			require.NotEmpty(t, events)
+			last := events[len(events)-1]
+			require.Equal(t, "error", last.event, "events: %v", eventNames(events))
+			sp := mustDecode[wireProblem](t, last.data)
+			assert.Equal(t, "processor_failed", sp.Code)
+			assert.Equal(t, http.StatusBadGateway, sp.Status)
+			assert.Contains(t, sp.Detail, c.detail)
+
+			assert.Empty(t, ts.mustHistory(t, alice, thread), "nothing of a failed turn is kept")
+			assert.Nil(t, ts.mustThread(t, alice, thread).PendingElicitation)
+			bodies, _ := fake.sent(c.name)
+			assert.Len(t, bodies, 2, "one request a turn: never retried")
+		})
+	}
+}
+
+// remoteFailure is a remote processor that fails: how it answers, and a
+// part of the detail its turns fail with.
+type remoteFailure struct {
+	name    string
+	timeout time.Duration
+	answer  func(w http.ResponseWriter, r *http.Request, body []byte)
+	detail  string
+}
+
+func remoteFailures() []remoteFailure {
 	bigState := fmt.Sprintf(`{"text":"x","pause":{"elicitation":{"message":"ok?","requestedSchema":{"type":"object","properties":{}}},"state":{"blob":%q}}}`, strings.Repeat("a", 64<<10))
-	cases := []struct {
-		name    string
-		timeout time.Duration
-		answer  func(w http.ResponseWriter, r *http.Request, body []byte)
-		detail  string // a part of the problem's detail
-	}{
+	return []remoteFailure{
 		{"status-500", 0, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 			writeJSON(w, "text/html", http.StatusInternalServerError, "<h1>Fatal error</h1> in /var/www/index.php")
 		}, "the remote processor answered 500 Internal Server Error"},
@@ -160,34 +196,6 @@ func TestRemoteProcessorFailures(t *testing.T) {
 		{"wrong-content-type", 0, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
 			writeJSON(w, "text/plain", http.StatusOK, "hello")
 		}, `content type "text/plain"; want application/json or application/x-ndjson`},
-	}
-	var opts []serverOption
-	for _, c := range cases {
-		opts = append(opts, fake.script(t, c.name, c.timeout, c.answer))
-	}
-	ts := newTestServer(t, opts...)
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			thread := ts.mustCreateThread(t, alice, c.name)
-			p := mustProblem(t, ts.postTurn(t, alice, thread, "hi"), http.StatusBadGateway, "processor_failed")
-			assert.Contains(t, p.Detail, c.detail)
-			assert.NotContains(t, p.Detail, fake.URL, "the detail does not say where the processor runs")
-
-			events := eventsOnly(ts.streamTurn(t, alice, thread, "hi").readAll())
-			require.NotEmpty(t, events)
-			last := events[len(events)-1]
-			require.Equal(t, "error", last.event, "events: %v", eventNames(events))
-			sp := mustDecode[wireProblem](t, last.data)
-			assert.Equal(t, "processor_failed", sp.Code)
-			assert.Equal(t, http.StatusBadGateway, sp.Status)
-			assert.Contains(t, sp.Detail, c.detail)
-
-			assert.Empty(t, ts.mustHistory(t, alice, thread), "nothing of a failed turn is kept")
-			assert.Nil(t, ts.mustThread(t, alice, thread).PendingElicitation)
-			bodies, _ := fake.sent(c.name)
-			assert.Len(t, bodies, 2, "one request a turn: never retried")
-		})
 	}
 }
 

@@ -187,44 +187,8 @@ func benchTurn(client *http.Client, base, thread, body string, stream bool) erro
 // measured interleaved in the same run: what chatd adds (goal ≤ 1 ms).
 func BenchmarkRemoteFirstDelta(b *testing.B) {
 	firsts := make(chan time.Time, 1)
-	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.WriteHeader(http.StatusOK)
-		words := strings.SplitAfter(twentyWords, " ")
-		firsts <- time.Now()
-		for i, word := range words {
-			line, _ := json.Marshal(map[string]string{"type": "text.delta", "delta": word})
-			_, _ = w.Write(append(line, '\n'))
-			if i == 0 {
-				w.(http.Flusher).Flush()
-			}
-		}
-		fmt.Fprintf(w, "{\"type\":\"result\",\"text\":%q}\n", twentyWords)
-	}))
-	b.Cleanup(fake.Close)
-	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp, err := http.Post(fake.URL, "application/json", r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Type", "text/event-stream")
-		rd := bufio.NewReader(resp.Body)
-		for {
-			line, err := rd.ReadSlice('\n')
-			if len(line) > 0 {
-				_, _ = w.Write(append([]byte("data: "), line...))
-				_, _ = w.Write([]byte("\n"))
-				w.(http.Flusher).Flush()
-			}
-			if err != nil {
-				return
-			}
-		}
-	}))
-	b.Cleanup(relay.Close)
+	fake := timedProcessor(b, firsts)
+	relay := ndjsonRelay(b, fake.URL)
 	c := newChatd(b, newMemoryStore(b), map[string]processor.Processor{"fake": mustRemote(b, remote.Config{Name: "fake", URL: fake.URL})}, turn.DefaultConfig)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 
@@ -254,6 +218,55 @@ func BenchmarkRemoteFirstDelta(b *testing.B) {
 	b.ReportMetric(ms(pr), "relay-p50-ms")
 	b.ReportMetric(ms(pc-pr), "added-p50-ms")
 	b.ReportMetric(ms(percentile(viaChatd, 90)-percentile(viaRelay, 90)), "added-p90-ms")
+}
+
+// timedProcessor streams twenty words as NDJSON deltas, sending firsts
+// the time just before it writes the first.
+func timedProcessor(b *testing.B, firsts chan<- time.Time) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+		firsts <- time.Now()
+		for i, word := range strings.SplitAfter(twentyWords, " ") {
+			line, _ := json.Marshal(map[string]string{"type": "text.delta", "delta": word})
+			_, _ = w.Write(append(line, '\n'))
+			if i == 0 {
+				w.(http.Flusher).Flush()
+			}
+		}
+		fmt.Fprintf(w, "{\"type\":\"result\",\"text\":%q}\n", twentyWords)
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// ndjsonRelay posts each request to target and copies its stream to the
+// client line by line as SSE data, unparsed: the least a relay does.
+func ndjsonRelay(b *testing.B, target string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Post(target, "application/json", r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", "text/event-stream")
+		rd := bufio.NewReader(resp.Body)
+		for {
+			line, err := rd.ReadSlice('\n')
+			if len(line) > 0 {
+				_, _ = w.Write(append([]byte("data: "), line...))
+				_, _ = w.Write([]byte("\n"))
+				w.(http.Flusher).Flush()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}))
+	b.Cleanup(srv.Close)
+	return srv
 }
 
 // firstData posts req and returns when the first SSE data line containing
