@@ -178,7 +178,8 @@ func decodeMeta(raw json.RawMessage, path string, ve *blocks.ValidationError) ma
 	return meta
 }
 
-// decodeAnswer's strictness: what chatd stores must come back exactly.
+// decodeStrict is decodeFields for what chatd stores, which must also come
+// back exactly as it was sent (blocks.CheckExact).
 func decodeStrict(data []byte, v any) error {
 	if err := blocks.CheckExact(data); err != nil {
 		return err

@@ -58,7 +58,7 @@ func readStream(r io.Reader, emit processor.Emit) (processor.Output, error) {
 // decodeLine decodes line n; done when it was the result.
 func decodeLine(line []byte, n int, emit processor.Emit) (out processor.Output, done bool, err error) {
 	if text, ok := plainDelta(line); ok {
-		emit(processor.Delta{Text: text})
+		emitDelta(emit, processor.Delta{Text: text})
 		return processor.Output{}, false, nil
 	}
 	where := fmt.Sprintf("line %d", n)
@@ -72,7 +72,7 @@ func decodeLine(line []byte, n int, emit processor.Emit) (out processor.Output, 
 		if err != nil {
 			return processor.Output{}, false, invalid(where, err)
 		}
-		emit(d)
+		emitDelta(emit, d)
 		return processor.Output{}, false, nil
 	case lineResult:
 		// Only the result is held to blocks.CheckExact: it is what chatd
@@ -142,6 +142,14 @@ func (l *lineWire) delta() (processor.Delta, error) {
 		return processor.Delta{}, err
 	}
 	return processor.Delta{Text: *l.Delta, Meta: meta}, nil
+}
+
+// emitDelta emits d unless it carries nothing: an empty delta without
+// _meta would reach the clients as an event that says nothing.
+func emitDelta(emit processor.Emit, d processor.Delta) {
+	if d.Text != "" || len(d.Meta) > 0 {
+		emit(d)
+	}
 }
 
 // rest reads what follows the result line, line last, to the end.
