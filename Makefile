@@ -10,10 +10,12 @@ build:
 # two-core machine it outlasts go test's default 10-minute limit, which is a
 # hang detector here, not a performance goal.
 # CHATD_FRONTEND_TESTS makes the frontend protocol tests fail, rather than
-# skip, when their npm packages are not installed.
+# skip, when their npm packages are not installed, and the example
+# processors' tests when php or node is missing.
 test:
 	bash scripts/ensure-redis.sh
 	bash scripts/ensure-chromium.sh
+	bash scripts/ensure-php.sh
 	bash scripts/ensure-node-deps.sh
 	go vet ./...
 	CHATD_FRONTEND_TESTS=1 go test -race -count=1 -timeout 45m ./...
@@ -23,7 +25,7 @@ test:
 bench:
 	bash scripts/ensure-redis.sh
 	go run ./bench/loadbench
-	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api ./internal/processor/agent
+	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api ./internal/processor/agent ./internal/processor/remote
 
 # Break chatd on purpose (Redis kill -9, an instance killed, slow clients, a
 # flood, a full embedded store) and print what survived; about a minute, all
@@ -48,6 +50,8 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./internal/processor/agent
 	go test -run '^$$' -fuzz '^FuzzToolArguments$$' -fuzztime $(FUZZTIME) ./internal/processor/agent
 	go test -run '^$$' -fuzz '^FuzzChunks$$' -fuzztime $(FUZZTIME) ./internal/processor/agent
+	go test -run '^$$' -fuzz '^FuzzNDJSON$$' -fuzztime $(FUZZTIME) ./internal/processor/remote
+	go test -run '^$$' -fuzz '^FuzzPlainDelta$$' -fuzztime $(FUZZTIME) ./internal/processor/remote
 	go test -run '^$$' -fuzz '^FuzzJSONDepth$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzMessage$$' -fuzztime $(FUZZTIME) ./internal/render
 	go test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./internal/protocol/aisdk

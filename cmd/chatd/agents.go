@@ -12,6 +12,7 @@ import (
 	"chatd/internal/processor/agent"
 	"chatd/internal/processor/demo"
 	"chatd/internal/processor/echo"
+	"chatd/internal/processor/remote"
 )
 
 // AgentSettings are the variables of the agent processors, part of config.
@@ -22,7 +23,8 @@ type AgentSettings struct {
 	AgentAPIKey       string `envconfig:"AGENT_API_KEY"`
 	AgentSystemPrompt string `envconfig:"AGENT_SYSTEM_PROMPT"`
 	AgentAskUser      bool   `envconfig:"AGENT_ASK_USER" default:"true"`
-	// AgentsFile defines more agents, each a processor named by its name.
+	// AgentsFile defines more agents and remote processors, each a
+	// processor named by its name.
 	AgentsFile string `envconfig:"AGENTS_FILE"`
 }
 
@@ -41,29 +43,20 @@ const envAgent = "agent"
 // reaches the other instances (for answers to a server's question held on
 // one of them).
 func newRegistry(cfg config, logger *slog.Logger, relay mcptools.Relay) (reg *processor.Registry, tools *mcptools.Manager, err error) {
-	// The agents file is read even when none of its agents is enabled: a
-	// bad file is a mistake to hear of now, not when someone enables it.
-	var fileAgents map[string]agent.FileAgent
+	// The agents file is read even when none of its processors is enabled:
+	// a bad file is a mistake to hear of now, not when someone enables it.
+	var file *fileProcessors
 	if cfg.AgentsFile != "" {
-		f, err := agent.LoadFile(cfg.AgentsFile, os.Getenv)
-		if err != nil {
+		if file, err = loadFileProcessors(cfg.AgentsFile, logger, relay, cfg); err != nil {
 			return nil, nil, fmt.Errorf("CHATD_AGENTS_FILE: %w", err)
 		}
-		tools = mcptools.New(f.MCPServers, mcptools.Options{Relay: relay, HoldTTL: cfg.ElicitationTTL, Logger: logger})
+		tools = file.tools
 		defer func() {
 			if err != nil {
 				_ = tools.Close()
 				tools = nil
 			}
 		}()
-		fileAgents = map[string]agent.FileAgent{}
-		for i, a := range f.Agents {
-			if _, taken := builtins[a.Name]; taken || a.Name == envAgent {
-				return nil, nil, fmt.Errorf("CHATD_AGENTS_FILE: %s:%d: agents[%d].name: %q is the name of a built-in processor",
-					cfg.AgentsFile, a.Line, i, a.Name)
-			}
-			fileAgents[a.Name] = a
-		}
 	}
 	enabled := map[string]processor.Processor{}
 	for _, name := range cfg.Processors {
@@ -72,17 +65,15 @@ func newRegistry(cfg config, logger *slog.Logger, relay mcptools.Relay) (reg *pr
 			p   processor.Processor
 			err error
 		)
-		if build, ok := builtins[name]; ok {
+		switch build, builtin := builtins[name]; {
+		case builtin:
 			p = build()
-		} else if name == envAgent {
+		case name == envAgent:
 			p, err = cfg.envAgent()
-		} else if fa, ok := fileAgents[name]; ok {
-			for _, server := range fa.MCP {
-				fa.Config.Tools = append(fa.Config.Tools, tools.Server(server))
-			}
-			p, err = agent.New(fa.Config)
-		} else {
-			return nil, nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q (built-ins: agent, demo, echo; or an agent of CHATD_AGENTS_FILE)", name)
+		case file.has(name):
+			p, err = file.build(name)
+		default:
+			return nil, nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q (built-ins: agent, demo, echo; or an agent or remote processor of CHATD_AGENTS_FILE)", name)
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("processor %q: %w", name, err)
@@ -94,6 +85,64 @@ func newRegistry(cfg config, logger *slog.Logger, relay mcptools.Relay) (reg *pr
 		return nil, nil, fmt.Errorf("CHATD_PROCESSORS, CHATD_DEFAULT_PROCESSOR: %w", err)
 	}
 	return reg, tools, nil
+}
+
+// fileProcessors are the processors of the agents file, by name: its
+// agents, with clients of their MCP servers in tools, and its remote
+// processors.
+type fileProcessors struct {
+	agents  map[string]agent.FileAgent
+	remotes map[string]agent.FileRemote
+	tools   *mcptools.Manager
+}
+
+func loadFileProcessors(filename string, logger *slog.Logger, relay mcptools.Relay, cfg config) (*fileProcessors, error) {
+	f, err := agent.LoadFile(filename, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	fp := &fileProcessors{agents: map[string]agent.FileAgent{}, remotes: map[string]agent.FileRemote{}}
+	for i, a := range f.Agents {
+		if isBuiltin(a.Name) {
+			return nil, fmt.Errorf("%s:%d: agents[%d].name: %q is the name of a built-in processor", filename, a.Line, i, a.Name)
+		}
+		fp.agents[a.Name] = a
+	}
+	for i, r := range f.RemoteProcessors {
+		if isBuiltin(r.Name) {
+			return nil, fmt.Errorf("%s:%d: remote_processors[%d].name: %q is the name of a built-in processor", filename, r.Line, i, r.Name)
+		}
+		fp.remotes[r.Name] = r
+	}
+	fp.tools = mcptools.New(f.MCPServers, mcptools.Options{Relay: relay, HoldTTL: cfg.ElicitationTTL, Logger: logger})
+	return fp, nil
+}
+
+func isBuiltin(name string) bool {
+	_, taken := builtins[name]
+	return taken || name == envAgent
+}
+
+// has reports whether name is a processor of the file; a nil
+// fileProcessors (no file) has none.
+func (fp *fileProcessors) has(name string) bool {
+	if fp == nil {
+		return false
+	}
+	_, isAgent := fp.agents[name]
+	_, isRemote := fp.remotes[name]
+	return isAgent || isRemote
+}
+
+func (fp *fileProcessors) build(name string) (processor.Processor, error) {
+	if r, ok := fp.remotes[name]; ok {
+		return remote.New(r.Config)
+	}
+	fa := fp.agents[name]
+	for _, server := range fa.MCP {
+		fa.Config.Tools = append(fa.Config.Tools, fp.tools.Server(server))
+	}
+	return agent.New(fa.Config)
 }
 
 // envAgent builds the agent of the CHATD_AGENT_* variables.

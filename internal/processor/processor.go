@@ -74,7 +74,9 @@ type Delta struct {
 // Input is what a processor is invoked with. Exactly one of Message and
 // Resume is set.
 type Input struct {
-	ThreadID  string
+	ThreadID string
+	// TurnID names this turn; a resume is a turn of its own with its own ID.
+	TurnID    string
 	Principal string
 	// History is the most recent messages of the thread, oldest first, not
 	// including Message, still encoded: call History.Decode when the
@@ -89,10 +91,13 @@ type Input struct {
 
 // Resume carries what a paused processor needs to continue: its own request,
 // the user's validated answer and the state it saved when it paused.
+// Message is the answer as history records it (readable text, and _meta
+// holding the client's own _meta beside blocks.MetaElicitationResult).
 type Resume struct {
 	Request *elicit.Request
 	Result  elicit.Result
 	State   []byte
+	Message blocks.Message
 }
 
 // Output is a finished turn. Text is authoritative for block-unaware

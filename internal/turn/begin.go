@@ -245,7 +245,7 @@ func (t *Turn) answered(request *elicit.Request, a Answer) {
 		ID: t.first.Start.UserMessageID, Role: blocks.RoleUser, Text: request.Describe(a.Result), Timestamp: blocks.Now(),
 		Meta: withMeta(a.Meta, blocks.MetaElicitationResult, answerRecord(a.ElicitationID, a.Result)),
 	}
-	t.input = processor.Input{Resume: &processor.Resume{Request: request, Result: a.Result, State: t.begun.Pending.State}}
+	t.input = processor.Input{Resume: &processor.Resume{Request: request, Result: a.Result, State: t.begun.Pending.State, Message: t.userMsg}}
 }
 
 // stoppable registers a turn about to begin, so a stop can reach it from

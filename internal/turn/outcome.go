@@ -29,7 +29,7 @@ func (t *Turn) invoke(ctx context.Context, emit processor.Emit, deltas *deltaQue
 	}
 	procCtx, cancel := context.WithTimeout(ctx, t.e.processorBudget())
 	defer cancel()
-	t.input.ThreadID, t.input.Principal, t.input.History = thread.ID, thread.Owner, t.begun.History
+	t.input.ThreadID, t.input.TurnID, t.input.Principal, t.input.History = thread.ID, t.ref.TurnID, thread.Owner, t.begun.History
 	return invoke(procCtx, proc, t.input, emit, deltas, out)
 }
 

@@ -38,12 +38,21 @@ import (
 //	    url: http://127.0.0.1:9000/mcp       # streamable-http: url, headers
 //	    headers: {Authorization: Bearer x}
 //	    allow: ["read_*", "list_*"]          # tools offered to the model
+//	remote_processors:
+//	  - name: drupal                         # the processor's name
+//	    description: The site's own assistant
+//	    url: http://127.0.0.1:8000/chat      # where each turn is POSTed
+//	    secret_env: DRUPAL_SECRET            # the variable holding the signing secret, if any
+//	    headers: {X-Site: main}              # sent to this processor alone
+//	    timeout: 30s                         # optional, at most the turn timeout
 //
-// Every field is checked; an unknown one is an error, so a typo cannot
-// silently drop a setting.
+// agents may be empty or absent when remote_processors are given. Every
+// field is checked; an unknown one is an error, so a typo cannot silently
+// drop a setting.
 type File struct {
-	Agents     []FileAgent
-	MCPServers []MCPServer
+	Agents           []FileAgent
+	MCPServers       []MCPServer
+	RemoteProcessors []FileRemote
 }
 
 // FileAgent is one agent of the file: Config holds its settings, with the
@@ -172,7 +181,7 @@ func kind(n *yaml.Node) string {
 
 func (p *fileParser) file(root *yaml.Node) *File {
 	f := &File{}
-	var agentsNode, serversNode *yaml.Node
+	var agentsNode, serversNode, remotesNode *yaml.Node
 	p.fields(root, "", func(key string, v *yaml.Node, field string) bool {
 		switch key {
 		case "agents":
@@ -185,15 +194,22 @@ func (p *fileParser) file(root *yaml.Node) *File {
 			p.list(v, field, func(item *yaml.Node, field string) {
 				f.MCPServers = append(f.MCPServers, p.server(item, field))
 			})
+		case "remote_processors":
+			remotesNode = v
+			p.list(v, field, func(item *yaml.Node, field string) {
+				f.RemoteProcessors = append(f.RemoteProcessors, p.remote(item, field))
+			})
 		default:
 			return false
 		}
 		return true
 	})
-	if agentsNode == nil && root.Kind == yaml.MappingNode {
-		p.errorf(root, "agents", "required: a list of agents")
+	if agentsNode == nil && remotesNode == nil && root.Kind == yaml.MappingNode {
+		p.errorf(root, "agents", "required: a list of agents, unless remote_processors are given")
 	}
 	p.checkNames(agentsNode, "agents", func(i int) string { return f.Agents[i].Name }, len(f.Agents))
+	p.checkNames(remotesNode, "remote_processors", func(i int) string { return f.RemoteProcessors[i].Name }, len(f.RemoteProcessors))
+	p.checkRemoteNames(f, remotesNode)
 	p.checkNames(serversNode, "mcp_servers", func(i int) string { return f.MCPServers[i].Name }, len(f.MCPServers))
 	servers := map[string]bool{}
 	for _, s := range f.MCPServers {

@@ -5,11 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"chatd/internal/processor/agent"
+	"chatd/internal/processor/remote"
 )
 
 func testEnv(name string) string {
@@ -112,6 +114,42 @@ func serverWith(lines ...string) string {
 	return agentWith() + "mcp_servers:\n  - name: s\n" + indent(lines, "    ")
 }
 
+// remoteWith is a file whose only entry is a remote processor r with these
+// lines.
+func remoteWith(lines ...string) string {
+	return "remote_processors:\n  - name: r\n" + indent(lines, "    ")
+}
+
+func TestParseFileRemoteProcessors(t *testing.T) {
+	env := func(name string) string { return map[string]string{"DRUPAL_SECRET": "s3cret"}[name] }
+	f, err := agent.ParseFile("agents.yaml", []byte(`remote_processors:
+  - name: drupal
+    description: The site's own assistant
+    url: https://127.0.0.1:8443/chat
+    secret_env: DRUPAL_SECRET
+    headers: {X-Site: main, Authorization: Bearer x}
+    timeout: 1m30s
+  - name: plain
+    url: http://127.0.0.1:8000/
+`), env)
+	require.NoError(t, err, "agents may be absent when remote processors are given")
+	assert.Empty(t, f.Agents)
+	require.Len(t, f.RemoteProcessors, 2)
+	assert.Equal(t, agent.FileRemote{Name: "drupal", Line: 2, Config: remote.Config{
+		Name: "drupal", Description: "The site's own assistant", URL: "https://127.0.0.1:8443/chat", Secret: "s3cret",
+		Headers: map[string]string{"X-Site": "main", "Authorization": "Bearer x"}, Timeout: 90 * time.Second,
+	}}, f.RemoteProcessors[0])
+	assert.Equal(t, agent.FileRemote{Name: "plain", Line: 8, Config: remote.Config{Name: "plain", URL: "http://127.0.0.1:8000/"}},
+		f.RemoteProcessors[1], "no secret, no headers, no timeout of its own")
+	for _, r := range f.RemoteProcessors {
+		_, err := remote.New(r.Config)
+		assert.NoError(t, err, "a parsed remote processor builds")
+	}
+
+	_, err = agent.ParseFile("agents.yaml", []byte("agents: []\nremote_processors: []\n"), env)
+	assert.NoError(t, err, "an empty agents list beside remote_processors")
+}
+
 func TestParseFileErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -121,7 +159,7 @@ func TestParseFileErrors(t *testing.T) {
 		{"empty", "", []string{"agents.yaml: the file is empty: want agents: [...]"}},
 		{"not yaml", "agents: [\n  - {", []string{"agents.yaml: yaml: line 1: did not find expected node content"}},
 		{"not a mapping", "- a\n", []string{"agents.yaml:1: : want a mapping of fields, got a list"}},
-		{"no agents", "mcp_servers: []\n", []string{"agents.yaml:1: agents: required: a list of agents"}},
+		{"no agents", "mcp_servers: []\n", []string{"agents.yaml:1: agents: required: a list of agents, unless remote_processors are given"}},
 		{"agents not a list", "agents: yes\n", []string{`agents.yaml:1: agents: want a list, got "yes"`}},
 		{"unknown top-level field", agentWith() + "agent: []\n", []string{"agents.yaml:5: agent: unknown field"}},
 		{"unknown agent field", agentWith("max_step: 3"), []string{"agents.yaml:5: agents[0].max_step: unknown field"}},
@@ -168,6 +206,35 @@ func TestParseFileErrors(t *testing.T) {
 			"agents.yaml:9: mcp_servers[0].args[0]: want a string, got a list"}},
 		{"unknown server field", serverWith("transport: stdio", "command: x", "cwd: /tmp"), []string{
 			"agents.yaml:9: mcp_servers[0].cwd: unknown field"}},
+		{"remote without url", "remote_processors:\n  - name: r\n    description: x\n", []string{
+			"agents.yaml:2: remote_processors[0].url: required"}},
+		{"remote url not http", remoteWith("url: ftp://127.0.0.1/chat"), []string{
+			"agents.yaml:3: remote_processors[0].url: want an http or https URL, such as http://127.0.0.1:8000/chat"}},
+		{"remote url without a host", remoteWith("url: /chat"), []string{
+			"agents.yaml:3: remote_processors[0].url: want an http or https URL, such as http://127.0.0.1:8000/chat"}},
+		{"remote url twice", remoteWith("url: http://127.0.0.1:1/", "url: http://127.0.0.1:2/"), []string{
+			"agents.yaml:4: remote_processors[0].url: appears more than once"}},
+		{"remote secret variable unset", remoteWith("url: http://127.0.0.1:1/", "secret_env: NOPE"), []string{
+			"agents.yaml:4: remote_processors[0].secret_env: the variable NOPE is not set"}},
+		{"remote timeout not a duration", remoteWith("url: http://127.0.0.1:1/", "timeout: 30"), []string{
+			`agents.yaml:4: remote_processors[0].timeout: "30": want a duration such as 30s or 2m`}},
+		{"remote timeout zero", remoteWith("url: http://127.0.0.1:1/", "timeout: 0s"), []string{
+			"agents.yaml:4: remote_processors[0].timeout: must be positive"}},
+		{"remote header chatd sets", remoteWith("url: http://127.0.0.1:1/", "headers:", "  chatd-signature: x", "  Content-Type: text/plain", "  Host: h"), []string{
+			"agents.yaml:5: remote_processors[0].headers.chatd-signature: is set by chatd",
+			"agents.yaml:6: remote_processors[0].headers.Content-Type: is set by chatd",
+			"agents.yaml:7: remote_processors[0].headers.Host: is set by the HTTP transport",
+		}},
+		{"remote header twice in two cases", remoteWith("url: http://127.0.0.1:1/", "headers: {X-Site: a, x-site: b}"), []string{
+			"agents.yaml:4: remote_processors[0].headers.x-site: appears more than once (header names ignore case)"}},
+		{"remote header bad name", remoteWith("url: http://127.0.0.1:1/", "headers: {'a b': c}"), []string{
+			"agents.yaml:4: remote_processors[0].headers.a b: not a valid header name"}},
+		{"unknown remote field", remoteWith("url: http://127.0.0.1:1/", "secret: x"), []string{
+			"agents.yaml:4: remote_processors[0].secret: unknown field"}},
+		{"duplicate remote", "remote_processors:\n  - {name: r, url: 'http://127.0.0.1:1/'}\n  - {name: r, url: 'http://127.0.0.1:2/'}\n", []string{
+			`agents.yaml:3: remote_processors[1].name: "r" is already the name of remote_processors[0]`}},
+		{"remote named like an agent", agentWith() + "remote_processors:\n  - name: a\n    url: http://127.0.0.1:1/\n", []string{
+			`agents.yaml:6: remote_processors[0].name: "a" is already the name of agents[0]`}},
 		{"duplicate server", "agents: []\nmcp_servers:\n  - {name: s, transport: stdio, command: x}\n  - {name: s, transport: stdio, command: y}\n", []string{
 			`agents.yaml:4: mcp_servers[1].name: "s" is already the name of mcp_servers[0]`}},
 	} {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	segjson "github.com/segmentio/encoding/json"
+
+	"chatd/internal/processor/remote"
 )
 
 // The agents file is the operator's, but a typo must never crash chatd: any
@@ -15,6 +17,7 @@ func FuzzParseFile(f *testing.F) {
 	f.Add([]byte("agents: []\nmcp_servers:\n  - {name: s, transport: stdio, command: x, args: [a], env: {A: b}}\n"))
 	f.Add([]byte("agents:\n  - name: a\n    base_url: http://h/v1\n    model: m\n    tools: {confirm: ['[']}\n"))
 	f.Add([]byte("agents: &a [*a]\n"))
+	f.Add([]byte("remote_processors:\n  - {name: r, url: 'http://127.0.0.1:1/', secret_env: S, headers: {X-A: b}, timeout: 2s}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := ParseFile("agents.yaml", data, func(string) string { return "key" })
 		if err != nil {
@@ -23,6 +26,11 @@ func FuzzParseFile(f *testing.F) {
 		for _, a := range file.Agents {
 			if _, err := New(a.Config); err != nil {
 				t.Fatalf("agent %q parsed but does not build: %v", a.Name, err)
+			}
+		}
+		for _, r := range file.RemoteProcessors {
+			if _, err := remote.New(r.Config); err != nil {
+				t.Fatalf("remote processor %q parsed but does not build: %v", r.Name, err)
 			}
 		}
 	})
