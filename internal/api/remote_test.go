@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"chatd/internal/blocks"
 	"chatd/internal/processor/remote"
 	"chatd/internal/turn"
 )
@@ -302,4 +303,32 @@ func TestRemoteProcessorRequestAndResume(t *testing.T) {
 			reqs[2].Resume.Result)
 		assert.Contains(t, reqs[2].Message.Meta, "drupal.org/ai.elicitation_result", "the recorded answer")
 	})
+}
+
+// TestRemoteProcessorStop: a stop mid-stream closes the remote processor's
+// request, and the turn keeps what it had streamed, marked stopped.
+func TestRemoteProcessorStop(t *testing.T) {
+	fake := newFakeRemoteProcessor(t)
+	closed := make(chan struct{})
+	ts := newTestServer(t, fake.script(t, "runner", 0, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		ndjsonLines(w, `{"type":"text.delta","delta":"Thinking"}`)
+		select {
+		case <-r.Context().Done():
+			close(closed)
+		case <-time.After(waitTimeout):
+			t.Error("the request was not closed")
+		}
+	}))
+	thread := ts.mustCreateThread(t, alice, "runner")
+	st := ts.streamTurn(t, alice, thread, "hi")
+	assert.Equal(t, "message.start", st.nextEvent().event)
+	require.Equal(t, "text.delta", st.nextEvent().event)
+	ts.mustStop(t, alice, thread, "")
+	res, _ := readRest(t, st)
+	<-closed
+	assert.Equal(t, "stopped", res.Status)
+	assert.Equal(t, "Thinking", res.Message.Message)
+	assert.Equal(t, true, res.Message.Meta[blocks.MetaStopped])
+	sent, _ := fake.sent("runner")
+	assert.Len(t, sent, 1, "never retried")
 }
