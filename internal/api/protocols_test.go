@@ -113,7 +113,6 @@ func TestAISDKChatRefusals(t *testing.T) {
 		{"a malformed thread ID", alice, aiSDKBody("thread-1", "hi"), "thread not found (not_found)"},
 		{"an unknown thread", alice, aiSDKBody("0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a00", "hi"), "thread not found (not_found)"},
 		{"another principal's thread", bob, aiSDKBody(thread, "hi"), "thread not found (not_found)"},
-		{"a pending elicitation", alice, aiSDKBody(paused, "hi"), "the thread is waiting for the answer to an elicitation; answer it or post cancel (elicitation_pending)"},
 		{"an answer that does not fit", alice, answer(paused, `{"action":"accept","content":{"x":1}}`), "the request has invalid fields; see errors (validation_failed): x: is not a declared property"},
 		{"an unknown elicitation", alice, []byte(`{"id":"` + paused + `","messages":[{"id":"a","role":"assistant","parts":[` +
 			`{"type":"tool-elicitation","toolCallId":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a00","state":"output-available","output":{"action":"cancel"}}]}]}`), "no such elicitation on this thread (elicitation_not_found)"},
@@ -125,6 +124,17 @@ func TestAISDKChatRefusals(t *testing.T) {
 		})
 	}
 	assert.Empty(t, ts.mustHistory(t, alice, thread))
+
+	// A new message while a question is pending is no refusal: it cancels
+	// the question, as a chat user expects.
+	resp := ts.do(t, testRequest{method: http.MethodPost, path: "/v1/ai-sdk/chat", as: alice, body: aiSDKBody(paused, "hi")})
+	require.Equal(t, http.StatusOK, resp.Status)
+	assert.Equal(t, []string{"start", "start-step", "text-start", "text-delta", "text-end", "message-metadata", "finish-step", "finish", "[DONE]"},
+		partTypes(t, dataLines(t, resp.Body)))
+	msgs := ts.mustHistory(t, alice, paused)
+	require.Len(t, msgs, 5)
+	assert.Equal(t, "Cancelled.", msgs[2].Message)
+	assert.Nil(t, ts.mustThread(t, alice, paused).PendingElicitation)
 }
 
 func TestAISDKChatIdempotentRetry(t *testing.T) {
