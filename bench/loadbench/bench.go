@@ -115,6 +115,32 @@ func newChatdWith(st api.Store, cfg turn.Config, readHistory bool, adjust func(*
 	return api.NewServer(deps), nil
 }
 
+// chatd serves chatd on st (its dependencies adjusted by adjust, if any)
+// and makes a thread for each client.
+func (b *bench) chatd(ctx context.Context, st api.Store, adjust func(*api.Deps)) (*client, []string, error) {
+	return b.chatdBehind(ctx, st, nil, adjust)
+}
+
+// chatdBehind is chatd with its handler wrapped by wrap, if any.
+func (b *bench) chatdBehind(ctx context.Context, st api.Store, wrap func(http.Handler) http.Handler, adjust func(*api.Deps)) (*client, []string, error) {
+	h, err := newChatdWith(st, turn.DefaultConfig, b.cfg.readHistory, adjust)
+	if err != nil {
+		return nil, nil, err
+	}
+	if wrap != nil {
+		h = wrap(h)
+	}
+	c, err := b.serve(h)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids, err := threads(ctx, c, b.cfg.concurrency)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, ids, nil
+}
+
 // historyReader decodes the history window before delegating. It does not
 // implement processor.HistoryWindower, so it gets the whole window.
 type historyReader struct{ next processor.Processor }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"chatd/internal/store"
-	"chatd/internal/turn"
 )
 
 // unlogged is a Redis store that keeps no turn event logs: the baseline
@@ -35,27 +34,11 @@ func (u unlogged) AppendTurnEvents(context.Context, string, string, []store.Turn
 // how soon a reattach on another instance gets a turn's first event (8c).
 func (b *bench) measureTurnLog(ctx context.Context) ([]row, error) {
 	n := b.cfg.requests
-	logged, err := newChatd(b.newRedisStore(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
+	loggedC, loggedThreads, err := b.chatd(ctx, b.newRedisStore(store.Options{}), nil)
 	if err != nil {
 		return nil, err
 	}
-	loggedC, err := b.serve(logged)
-	if err != nil {
-		return nil, err
-	}
-	bare, err := newChatd(unlogged{b.newRedisStore(store.Options{})}, turn.DefaultConfig, b.cfg.readHistory)
-	if err != nil {
-		return nil, err
-	}
-	bareC, err := b.serve(bare)
-	if err != nil {
-		return nil, err
-	}
-	loggedThreads, err := threads(ctx, loggedC, b.cfg.concurrency)
-	if err != nil {
-		return nil, err
-	}
-	bareThreads, err := threads(ctx, bareC, b.cfg.concurrency)
+	bareC, bareThreads, err := b.chatd(ctx, unlogged{b.newRedisStore(store.Options{})}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -82,11 +65,7 @@ func (b *bench) measureTurnLog(ctx context.Context) ([]row, error) {
 	}
 
 	// 8c: turns run on one instance, reattached on another sharing Redis.
-	other, err := newChatd(b.newRedisStore(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
-	if err != nil {
-		return nil, err
-	}
-	otherC, err := b.serve(other)
+	otherC, _, err := b.chatd(ctx, b.newRedisStore(store.Options{}), nil)
 	if err != nil {
 		return nil, err
 	}

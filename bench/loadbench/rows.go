@@ -51,205 +51,181 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// measure runs every row in turn. Rows 1–3 are measured back to back at the
-// same concurrency so their ratios compare like with like.
+// measure runs every row, in an order that keeps the rows compared with
+// each other in the same rounds.
 func (b *bench) measure(ctx context.Context) ([]row, error) {
-	n := b.cfg.requests
+	turns, err := b.measureTurns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := turns.rows()
+	if b.cfg.turnsOnly {
+		return rows, nil
+	}
+	more := []struct {
+		what    string
+		measure func(context.Context) ([]row, error)
+	}{
+		// 7: the same turn on a Cluster, interleaved with row 2's.
+		{"row 7", func(ctx context.Context) ([]row, error) { return b.measureCluster(ctx, b.cfg.requests, turns.redisOp) }},
+		{"row 4", func(ctx context.Context) ([]row, error) { return b.measureElicitation(ctx, turns) }},
+		{"row 6", func(ctx context.Context) ([]row, error) { return b.measureStreams(ctx, turns) }},
+		{"row 8", b.measureTurnLog},
+		{"row 9", b.measureStop},
+		{"row 5", b.measureGrowth},
+	}
+	byWhat := map[string][]row{}
+	for _, m := range more {
+		r, err := m.measure(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.what, err)
+		}
+		byWhat[m.what] = r
+	}
+	for _, what := range []string{"row 4", "row 5", "row 6", "row 7", "row 8", "row 9"} {
+		rows = append(rows, byWhat[what]...)
+	}
+	return rows, nil
+}
 
-	// 1: echo turn on the embedded store; 3: the floor, on the same
-	// redis-server as 2: echo turn on Redis. Measured interleaved.
-	memHandler, err := newChatd(store.NewMemory(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
-	if err != nil {
-		return nil, err
+// turnRows are rows 1–3's results, and what later rows compare with.
+type turnRows struct {
+	r1, r2, r3, r2r, r2p loadResult
+	redis               *client
+	redisOp             op
+}
+
+func (t turnRows) rows() []row {
+	return []row{
+		{id: "1", scenario: "echo turn, embedded store", res: t.r1,
+			ratio: ratio(t.r1.throughput(), t.r3.throughput()), ratioIs: "req/s ÷ floor (3)"},
+		{id: "2", scenario: "echo turn, Redis", res: t.r2,
+			ratio: ratio(t.r2.throughput(), t.r3.throughput()), ratioIs: "req/s ÷ floor (3); goal ≥ 0.5"},
+		{id: "2r", scenario: "echo turn, Redis, rate limit on (chatd's limiter, counts shared on Redis)", res: t.r2r,
+			ratio: ratio(t.r2r.throughput(), t.r3.throughput()), ratioIs: "req/s ÷ floor (3); goal ≥ 0.6"},
+		{id: "2p", scenario: "echo turn, Redis, a Redis round trip per request to count it (what a per-request Redis counter costs)", res: t.r2p,
+			ratio: ratio(t.r2p.throughput(), t.r3.throughput()), ratioIs: "req/s ÷ floor (3)"},
+		{id: "3", scenario: "floor: decode + one Redis MULTI of a commit's writes", res: t.r3,
+			ratio: 1, ratioIs: "baseline"},
 	}
-	memC, err := b.serve(memHandler)
+}
+
+// measureTurns is rows 1–3, measured interleaved: 1, an echo turn on the
+// embedded store; 2, on Redis; 2r, with chatd's rate limiter on, counting
+// on Redis; 2p, behind a counter that costs a Redis round trip per request;
+// 3, the floor, on the same redis-server.
+func (b *bench) measureTurns(ctx context.Context) (turnRows, error) {
+	var t turnRows
+	memC, memThreads, err := b.chatd(ctx, store.NewMemory(store.Options{}), nil)
 	if err != nil {
-		return nil, err
+		return t, fmt.Errorf("row 1: %w", err)
 	}
-	memThreads, err := threads(ctx, memC, b.cfg.concurrency)
+	redisC, redisThreads, err := b.chatd(ctx, b.newRedisStore(store.Options{}), nil)
 	if err != nil {
-		return nil, fmt.Errorf("row 1: %w", err)
-	}
-	redisHandler, err := newChatd(b.newRedisStore(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
-	if err != nil {
-		return nil, err
-	}
-	redisC, err := b.serve(redisHandler)
-	if err != nil {
-		return nil, err
-	}
-	redisThreads, err := threads(ctx, redisC, b.cfg.concurrency)
-	if err != nil {
-		return nil, fmt.Errorf("row 2: %w", err)
+		return t, fmt.Errorf("row 2: %w", err)
 	}
 	fl := &floor{rdb: b.rdb, ttl: store.DefaultOptions.ThreadTTL}
 	floorC, err := b.serve(fl.routes())
 	if err != nil {
-		return nil, err
+		return t, err
 	}
 	floorThreads := make([]string, b.cfg.concurrency)
 	for i := range floorThreads {
 		floorThreads[i] = blocks.NewID()
 	}
-	// 2r: the same with chatd's rate limiter on, counting on Redis; 2p:
-	// with a counter that costs a Redis round trip per request instead.
 	limitedStore := b.newRedisStore(store.Options{})
-	limitedHandler, err := newChatdWith(limitedStore, turn.DefaultConfig, b.cfg.readHistory, func(d *api.Deps) {
+	limitedC, limitedThreads, err := b.chatd(ctx, limitedStore, func(d *api.Deps) {
 		d.RateLimit = ratelimit.New(ratelimit.Rate{N: benchRate, Per: time.Minute}, limitedStore.RateCounter(), nil)
 	})
 	if err != nil {
-		return nil, err
+		return t, fmt.Errorf("row 2r: %w", err)
 	}
-	limitedC, err := b.serve(limitedHandler)
+	perRequestC, perRequestThreads, err := b.chatdBehind(ctx, b.newRedisStore(store.Options{}), func(h http.Handler) http.Handler {
+		return perRequestCounter(b.rdb, benchRate, time.Minute, h)
+	}, nil)
 	if err != nil {
-		return nil, err
+		return t, fmt.Errorf("row 2p: %w", err)
 	}
-	limitedThreads, err := threads(ctx, limitedC, b.cfg.concurrency)
-	if err != nil {
-		return nil, fmt.Errorf("row 2r: %w", err)
-	}
-	perRequestHandler, err := newChatd(b.newRedisStore(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
-	if err != nil {
-		return nil, err
-	}
-	perRequestC, err := b.serve(perRequestCounter(b.rdb, benchRate, time.Minute, perRequestHandler))
-	if err != nil {
-		return nil, err
-	}
-	perRequestThreads, err := threads(ctx, perRequestC, b.cfg.concurrency)
-	if err != nil {
-		return nil, fmt.Errorf("row 2p: %w", err)
-	}
-
 	ops := map[string]op{
-		"1":  turnOp(memC, memThreads),
-		"2":  turnOp(redisC, redisThreads),
-		"3":  turnOp(floorC, floorThreads),
-		"2r": turnOp(limitedC, limitedThreads),
-		"2p": turnOp(perRequestC, perRequestThreads),
+		"1": turnOp(memC, memThreads), "2": turnOp(redisC, redisThreads), "3": turnOp(floorC, floorThreads),
+		"2r": turnOp(limitedC, limitedThreads), "2p": turnOp(perRequestC, perRequestThreads),
 	}
-	first, err := b.compare(ctx, n, ops["1"], ops["2"], ops["3"], ops["2r"], ops["2p"])
+	res, err := b.compare(ctx, b.cfg.requests, ops["1"], ops["2"], ops["3"], ops["2r"], ops["2p"])
 	if err != nil {
-		return nil, fmt.Errorf("rows 1–3: %w", err)
+		return t, fmt.Errorf("rows 1–3: %w", err)
 	}
-	r1, r2, r3, r2r, r2p := first[0], first[1], first[2], first[3], first[4]
-	limitRows := []row{
-		{id: "2r", scenario: "echo turn, Redis, rate limit on (chatd's limiter, counts shared on Redis)", res: r2r,
-			ratio: ratio(r2r.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3); goal ≥ 0.6"},
-		{id: "2p", scenario: "echo turn, Redis, a Redis round trip per request to count it (what a per-request Redis counter costs)", res: r2p,
-			ratio: ratio(r2p.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3)"},
-	}
+	t = turnRows{r1: res[0], r2: res[1], r3: res[2], r2r: res[3], r2p: res[4], redis: redisC, redisOp: ops["2"]}
 	for _, id := range []string{"1", "2", "3", "2r"} {
 		if err := b.maybeProfile(ctx, id, ops[id]); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// measureElicitation is row 4: elicitation round trips on Redis, each on
+// the worker's own thread.
+func (b *bench) measureElicitation(ctx context.Context, turns turnRows) ([]row, error) {
+	ids, err := threads(ctx, turns.redis, b.cfg.concurrency)
+	if err != nil {
+		return nil, err
+	}
+	r4, err := b.measured(ctx, b.cfg.requests/2, elicitOp(turns.redis, ids))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.maybeProfile(ctx, "4", elicitOp(turns.redis, ids)); err != nil {
+		return nil, err
+	}
+	return []row{{id: "4", scenario: "elicitation round trip (pause turn + answer → resumed reply), Redis", res: r4,
+		ratio: ratio(r4.throughput(), turns.r2.throughput()), ratioIs: "round trips/s ÷ turns/s of 2"}}, nil
+}
+
+// measureStreams is row 6: streamed turns on Redis, natively and over the
+// frontend protocols, measured interleaved. Each protocol's workers have
+// threads of their own.
+func (b *bench) measureStreams(ctx context.Context, turns turnRows) ([]row, error) {
+	c := turns.redis
+	var ids [3][]string
+	for i := range ids {
+		var err error
+		if ids[i], err = threads(ctx, c, b.cfg.concurrency); err != nil {
 			return nil, err
 		}
 	}
-	if b.cfg.turnsOnly {
-		return append([]row{
-			{id: "1", scenario: "echo turn, embedded store", res: r1,
-				ratio: ratio(r1.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3)"},
-			{id: "2", scenario: "echo turn, Redis", res: r2,
-				ratio: ratio(r2.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3); goal ≥ 0.5"},
-		}, append(limitRows, row{id: "3", scenario: "floor: decode + one Redis MULTI of a commit's writes", res: r3,
-			ratio: 1, ratioIs: "baseline"})...), nil
-	}
-
-	// 7: the same turn on a Cluster of three masters with a replica each,
-	// without and with WAIT 1, interleaved with the one-node turn of row 2.
-	cluster, err := b.measureCluster(ctx, n, ops["2"])
-	if err != nil {
-		return nil, fmt.Errorf("row 7: %w", err)
-	}
-
-	// 4: elicitation round trips on Redis, each on the worker's own thread.
-	elicitThreads, err := threads(ctx, redisC, b.cfg.concurrency)
-	if err != nil {
-		return nil, fmt.Errorf("row 4: %w", err)
-	}
-	r4, err := b.measured(ctx, n/2, elicitOp(redisC, elicitThreads))
-	if err != nil {
-		return nil, fmt.Errorf("row 4: %w", err)
-	}
-	if err := b.maybeProfile(ctx, "4", elicitOp(redisC, elicitThreads)); err != nil {
-		return nil, err
-	}
-
-	// 6: streamed turns on Redis, natively and over the frontend protocols,
-	// measured interleaved. Each protocol's workers have threads of their own.
-	var streamThreads [3][]string
-	for i := range streamThreads {
-		if streamThreads[i], err = threads(ctx, redisC, b.cfg.concurrency); err != nil {
-			return nil, fmt.Errorf("row 6: %w", err)
-		}
-	}
 	streamOp := func(ctx context.Context, worker, _ int) (time.Duration, error) {
-		return redisC.streamTurn(ctx, streamThreads[0][worker], streamBody)
+		return c.streamTurn(ctx, ids[0][worker], streamBody)
 	}
 	aiSDKBodies, aguiBodies := make([][]byte, b.cfg.concurrency), make([][]byte, b.cfg.concurrency)
 	for w := range b.cfg.concurrency {
-		aiSDKBodies[w], aguiBodies[w] = aiSDKBody(streamThreads[1][w]), aguiBody(streamThreads[2][w])
+		aiSDKBodies[w], aguiBodies[w] = aiSDKBody(ids[1][w]), aguiBody(ids[2][w])
 	}
 	aiSDKOp := func(ctx context.Context, worker, _ int) (time.Duration, error) {
-		return redisC.protocolTurn(ctx, aiSDKStream, aiSDKBodies[worker])
+		return c.protocolTurn(ctx, aiSDKStream, aiSDKBodies[worker])
 	}
 	aguiOp := func(ctx context.Context, worker, _ int) (time.Duration, error) {
-		return redisC.protocolTurn(ctx, aguiStream, aguiBodies[worker])
+		return c.protocolTurn(ctx, aguiStream, aguiBodies[worker])
 	}
-	streamed, err := b.compare(ctx, n, streamOp, aiSDKOp, aguiOp)
+	res, err := b.compare(ctx, b.cfg.requests, streamOp, aiSDKOp, aguiOp)
 	if err != nil {
-		return nil, fmt.Errorf("row 6: %w", err)
+		return nil, err
 	}
-	r6, r6c, r6d := streamed[0], streamed[1], streamed[2]
+	r6, r6c, r6d := res[0], res[1], res[2]
 	for id, fn := range map[string]op{"6": streamOp, "6c": aiSDKOp, "6d": aguiOp} {
 		if err := b.maybeProfile(ctx, id, fn); err != nil {
 			return nil, err
 		}
 	}
-
-	// 8: the turn event log and reattachment.
-	turnLog, err := b.measureTurnLog(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("row 8: %w", err)
-	}
-
-	// 9: stopping a turn.
-	stops, err := b.measureStop(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("row 9: %w", err)
-	}
-
-	// 5: short against long threads.
-	growth, err := b.measureGrowth(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("row 5: %w", err)
-	}
-
-	rows := []row{
-		{id: "1", scenario: "echo turn, embedded store", res: r1,
-			ratio: ratio(r1.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3)"},
-		{id: "2", scenario: "echo turn, Redis", res: r2,
-			ratio: ratio(r2.throughput(), r3.throughput()), ratioIs: "req/s ÷ floor (3); goal ≥ 0.5"},
-		limitRows[0], limitRows[1],
-		{id: "3", scenario: "floor: decode + one Redis MULTI of a commit's writes", res: r3,
-			ratio: 1, ratioIs: "baseline"},
-		{id: "4", scenario: "elicitation round trip (pause turn + answer → resumed reply), Redis", res: r4,
-			ratio: ratio(r4.throughput(), r2.throughput()), ratioIs: "round trips/s ÷ turns/s of 2"},
-	}
-	rows = append(rows, growth...)
-	rows = append(rows,
-		row{id: "6a", scenario: "streamed turn (20 deltas), Redis: time to first delta", res: r6, inner: true,
+	return []row{
+		{id: "6a", scenario: "streamed turn (20 deltas), Redis: time to first delta", res: r6, inner: true,
 			ratio: ratio(float64(percentile(r6.inner, 50)), float64(percentile(r6.latency, 50))), ratioIs: "p50 ÷ p50 of 6b"},
-		row{id: "6b", scenario: "streamed turn (20 deltas), Redis: full reply", res: r6,
-			ratio: ratio(r6.throughput(), r2.throughput()), ratioIs: "req/s ÷ JSON turn (2)"},
-		row{id: "6c", scenario: "the same turn over the AI SDK UI message stream (POST /v1/ai-sdk/chat)", res: r6c,
+		{id: "6b", scenario: "streamed turn (20 deltas), Redis: full reply", res: r6,
+			ratio: ratio(r6.throughput(), turns.r2.throughput()), ratioIs: "req/s ÷ JSON turn (2)"},
+		{id: "6c", scenario: "the same turn over the AI SDK UI message stream (POST /v1/ai-sdk/chat)", res: r6c,
 			ratio: ratio(r6c.throughput(), r6.throughput()), ratioIs: "req/s ÷ native SSE (6b); goal ≥ 0.9"},
-		row{id: "6d", scenario: "the same turn over AG-UI (POST /v1/ag-ui)", res: r6d,
+		{id: "6d", scenario: "the same turn over AG-UI (POST /v1/ag-ui)", res: r6d,
 			ratio: ratio(r6d.throughput(), r6.throughput()), ratioIs: "req/s ÷ native SSE (6b); goal ≥ 0.9"},
-	)
-	rows = append(rows, cluster...)
-	rows = append(rows, turnLog...)
-	rows = append(rows, stops...)
-	return rows, nil
+	}, nil
 }
 
 // measureCluster is row 7: echo turns on a Redis Cluster of three masters
@@ -354,29 +330,10 @@ func (b *bench) measureGrowth(ctx context.Context) ([]row, error) {
 	short := make([]string, b.cfg.warmup+n)
 	long := make([]string, conc)
 	longJSON := make([]int, conc)
-	seedLimit := 2 * time.Minute
-	seed := func(ids []string, size int, jsonSizes []int) error {
-		res := runLoad(ctx, loadSpec{requests: len(ids), concurrency: conc, limit: seedLimit},
-			func(ctx context.Context, _, seq int) (time.Duration, error) {
-				ids[seq] = blocks.NewID()
-				size, err := seedThread(ctx, st, ids[seq], size, b.cfg.seedBatch)
-				if jsonSizes != nil {
-					jsonSizes[seq] = size
-				}
-				return 0, err
-			})
-		if res.errors > 0 {
-			return fmt.Errorf("seeding: %d threads failed; first: %w", res.errors, res.firstErr)
-		}
-		if res.done != len(ids) {
-			return fmt.Errorf("seeding: only %d of %d threads within %s", res.done, len(ids), seedLimit)
-		}
-		return ctx.Err()
-	}
-	if err := seed(short, growthWindow, nil); err != nil {
+	if err := b.seedThreads(ctx, st, short, growthWindow, nil); err != nil {
 		return nil, err
 	}
-	if err := seed(long, b.cfg.bigThread, longJSON); err != nil {
+	if err := b.seedThreads(ctx, st, long, b.cfg.bigThread, longJSON); err != nil {
 		return nil, err
 	}
 	b.memoryLine, err = b.memoryPerMessage(ctx, long[0], b.cfg.bigThread, longJSON[0])
@@ -417,6 +374,29 @@ func (b *bench) measureGrowth(ctx context.Context) ([]row, error) {
 		{id: "5d", scenario: "history page (10) of a " + big + "-message thread, Redis", res: r5d,
 			ratio: ratio(r5c.throughput(), r5d.throughput()), ratioIs: "cost ÷ 5c (req/s of 5c ÷ req/s); goal ≤ 1.2"},
 	}, nil
+}
+
+// seedThreads fills ids with new threads of size messages each, written
+// straight through the store; jsonSizes, when given, gets each thread's
+// bytes of message JSON.
+func (b *bench) seedThreads(ctx context.Context, st api.Store, ids []string, size int, jsonSizes []int) error {
+	const seedLimit = 2 * time.Minute
+	res := runLoad(ctx, loadSpec{requests: len(ids), concurrency: b.cfg.concurrency, limit: seedLimit},
+		func(ctx context.Context, _, seq int) (time.Duration, error) {
+			ids[seq] = blocks.NewID()
+			n, err := seedThread(ctx, st, ids[seq], size, b.cfg.seedBatch)
+			if jsonSizes != nil {
+				jsonSizes[seq] = n
+			}
+			return 0, err
+		})
+	if res.errors > 0 {
+		return fmt.Errorf("seeding: %d threads failed; first: %w", res.errors, res.firstErr)
+	}
+	if res.done != len(ids) {
+		return fmt.Errorf("seeding: only %d of %d threads within %s", res.done, len(ids), seedLimit)
+	}
+	return ctx.Err()
 }
 
 // historyPage gets the newest page of limit messages and checks its size.

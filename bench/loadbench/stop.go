@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"chatd/internal/store"
-	"chatd/internal/turn"
 )
 
 // stopBody is a streamed turn that writes a word every 20 ms for four
@@ -26,23 +25,11 @@ const stopRequests = 300
 // turn (9a) and of another instance sharing its Redis (9b).
 func (b *bench) measureStop(ctx context.Context) ([]row, error) {
 	n := min(b.cfg.requests, stopRequests)
-	running, err := newChatd(b.newRedisStore(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
+	runningC, ids, err := b.chatd(ctx, b.newRedisStore(store.Options{}), nil)
 	if err != nil {
 		return nil, err
 	}
-	runningC, err := b.serve(running)
-	if err != nil {
-		return nil, err
-	}
-	other, err := newChatd(b.newRedisStore(store.Options{}), turn.DefaultConfig, b.cfg.readHistory)
-	if err != nil {
-		return nil, err
-	}
-	otherC, err := b.serve(other)
-	if err != nil {
-		return nil, err
-	}
-	ids, err := threads(ctx, runningC, b.cfg.concurrency)
+	otherC, _, err := b.chatd(ctx, b.newRedisStore(store.Options{}), nil)
 	if err != nil {
 		return nil, err
 	}
