@@ -91,8 +91,8 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 // turnRows are rows 1–3's results, and what later rows compare with.
 type turnRows struct {
 	r1, r2, r3, r2r, r2p loadResult
-	redis               *client
-	redisOp             op
+	redis                *client
+	redisOp              op
 }
 
 func (t turnRows) rows() []row {
