@@ -138,9 +138,6 @@ func New(d Deps) *Engine {
 	return e
 }
 
-// Config returns the engine's settings, defaults filled in.
-func (e *Engine) Config() Config { return e.cfg }
-
 type nopObserver struct{}
 
 func (nopObserver) TurnEnded(string, string)   {}
