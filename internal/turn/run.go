@@ -126,11 +126,13 @@ func (t *Turn) run(ctx context.Context) {
 	output, err := t.invoke(leaseCtx, emit, deltas, out)
 	stopped := t.stopper.settle()
 	leaseErr := lost()
+	// Closed before the streamed text is read: a processor still running
+	// past a stop's grace can add nothing that the kept text lacks.
+	id := seq.close()
 	if stopped {
 		output, err = stoppedOutput(output, err, seq.streamed()), nil
 		t.stopped = true
 	}
-	id := seq.close()
 	deltas.drain(out)
 	out.send(t.finish(ctx, output, err, leaseErr, id, rec.stop()))
 }
