@@ -13,11 +13,11 @@ import (
 	"chatd/internal/turn"
 )
 
-// The frontend protocols are consumers of the turn engine's
-// events like the JSON and SSE answers: these handlers read a protocol's
-// request into a turn, begin it under the same auth, tenancy, idempotency
-// and limits as the native endpoints, and hand its events to the protocol's
-// writer (internal/protocol/aisdk and agui), which knows nothing of HTTP.
+// The frontend protocols are consumers of the turn engine's events like the
+// JSON and SSE answers: these handlers read a protocol's request into a
+// turn, begin it under the same auth, tenancy, idempotency and limits as the
+// native endpoints, and hand its events to the protocol's writer
+// (internal/protocol/aisdk and agui), which knows nothing of HTTP.
 
 // turnSink is what a protocol's writer takes of a turn.
 type turnSink interface {
@@ -51,9 +51,9 @@ func (a runSink) Failed(p Problem) { a.Error(p.Code, p.Detail, p.Errors) }
 
 // handleAISDKChat runs a turn for the Vercel AI SDK: POST /v1/ai-sdk/chat.
 // Input that cannot be read is a problem+json answer; anything that stops
-// the turn after that — no such thread, a pending elicitation, an expired
-// answer, a failed processor — ends the stream with an error part, which
-// useChat shows as the chat's error.
+// the turn after that — no such thread, an expired or invalid answer, a
+// failed processor — ends the stream with an error part, which useChat
+// shows as the chat's error.
 func (s *Server) handleAISDKChat(w http.ResponseWriter, r *http.Request) error {
 	idemKey, err := idempotencyKey(r)
 	if err != nil {
