@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"mime/multipart"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chatd/internal/api"
+	"chatd/internal/blocks"
 )
 
 func deepChatBody(threadID, text string) []byte {
@@ -282,4 +285,25 @@ func TestDeepChatScript(t *testing.T) {
 	assert.Equal(t, "text/javascript; charset=utf-8", resp.Header.Get("Content-Type"))
 	assert.Equal(t, "https://page.example", resp.Header.Get("Access-Control-Allow-Origin"))
 	assert.Contains(t, string(resp.Body), "export const htmlClassUtilities")
+}
+
+// TestDeepChatStopOnDisconnect: deep-chat's stop button aborts the fetch,
+// which stops a streamed turn; the stopped text is kept.
+func TestDeepChatStopOnDisconnect(t *testing.T) {
+	ts := newTestServer(t)
+	thread := ts.mustCreateThread(t, alice, "echo")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := ts.newRequest(t, ctx, testRequest{method: http.MethodPost, path: "/v1/deep-chat", as: alice, header: sseAccept, body: deepChatBody(thread, longTurn)})
+	resp, err := ts.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, `data: {"html":"w "}`+"\n", line)
+	cancel()
+	waitFor(t, "the turn to stop", func() bool { return len(ts.mustHistory(t, alice, thread)) == 2 })
+	history := ts.mustHistory(t, alice, thread)
+	assert.Equal(t, true, history[1].Meta[blocks.MetaStopped])
 }
