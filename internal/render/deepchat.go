@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"chatd/internal/blocks"
 )
@@ -38,6 +39,12 @@ func (r *Renderer) DeepChat(m blocks.Message, q *Question) (string, error) {
 	}
 	if m.Role == blocks.RoleUser || m.Role == blocks.RoleAssistant {
 		v.Role = string(m.Role)
+	}
+	if q == nil && len(v.Blocks) == 0 && len(v.Citations) == 0 && len(v.Suggested) == 0 {
+		// Most replies are text alone, and a streamed reply is rendered
+		// once more at its end: without the template, which costs more
+		// than the rest of the stream's mapping.
+		return plainMessage(v.Role, v.Paragraphs), nil
 	}
 	if q != nil {
 		qv := questionView{ID: q.ID, Message: q.Message, Buttons: q.Buttons}
@@ -244,3 +251,54 @@ func fieldViews(raw json.RawMessage) []fieldView {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// plainMessage is the "deepchat" template's output for a message of text
+// alone, byte for byte.
+func plainMessage(role string, paras [][]string) string {
+	var b strings.Builder
+	b.WriteString(`<div class="chatd-message chatd-`)
+	b.WriteString(role)
+	b.WriteString(`">`)
+	for _, p := range paras {
+		b.WriteString("<p>")
+		for i, line := range p {
+			if i > 0 {
+				b.WriteString("<br>")
+			}
+			writeEscaped(&b, line)
+		}
+		b.WriteString("</p>")
+	}
+	b.WriteString("</div>")
+	return b.String()
+}
+
+// writeEscaped writes s escaped as html/template escapes text.
+func writeEscaped(b *strings.Builder, s string) {
+	last := 0
+	for i := 0; i < len(s); i++ {
+		var repl string
+		switch s[i] {
+		case 0:
+			repl = "\uFFFD"
+		case '"':
+			repl = "&#34;"
+		case '&':
+			repl = "&amp;"
+		case '\'':
+			repl = "&#39;"
+		case '+':
+			repl = "&#43;"
+		case '<':
+			repl = "&lt;"
+		case '>':
+			repl = "&gt;"
+		default:
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(repl)
+		last = i + 1
+	}
+	b.WriteString(s[last:])
+}

@@ -87,3 +87,30 @@ func TestDeepChatForm(t *testing.T) {
 	assert.Less(t, strings.Index(got, `name="title"`), strings.Index(got, `name="ok"`))
 	assert.Less(t, strings.Index(got, `name="room"`), strings.Index(got, `name="tags"`))
 }
+
+// TestDeepChatPlainMessage: a message of text alone, rendered without the
+// template, is what the template renders.
+func TestDeepChatPlainMessage(t *testing.T) {
+	texts := []string{"", "hi", "a\n\nb\nc", "\"'&<>+\x00 é \xff", "<script>alert('xss')</script>", "\r\n\r\nx\r\ny\n\n\n"}
+	for _, e := range loadCorpus(t) {
+		texts = append(texts, e.Message)
+	}
+	for _, text := range texts {
+		for _, role := range []string{"user", "assistant", "unknown"} {
+			want, err := (&Renderer{}).execute("deepchat", deepChatView{messageView: messageView{Role: role, Paragraphs: paragraphs(text)}})
+			require.NoError(t, err)
+			assert.Equal(t, want, plainMessage(role, paragraphs(text)), "%q", text)
+		}
+	}
+}
+
+func FuzzDeepChatPlainMessage(f *testing.F) {
+	f.Add("a\n\nb+c<d>")
+	f.Fuzz(func(t *testing.T, text string) {
+		want, err := (&Renderer{}).execute("deepchat", deepChatView{messageView: messageView{Role: "assistant", Paragraphs: paragraphs(text)}})
+		require.NoError(t, err)
+		if got := plainMessage("assistant", paragraphs(text)); got != want {
+			t.Fatalf("%q: got %q, want %q", text, got, want)
+		}
+	})
+}
