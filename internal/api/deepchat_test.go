@@ -270,6 +270,24 @@ func TestDeepChatMultipart(t *testing.T) {
 	require.Len(t, msgs, 2)
 	assert.Equal(t, "look", msgs[0].Message)
 
+	// Files alone: deep-chat sends the conversation's earlier messages, not
+	// the user's message of files.
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, err := mw.CreatePart(textproto.MIMEHeader{"Content-Disposition": {`form-data; name="files"; filename="c.png"`}, "Content-Type": {"image/png"}})
+	require.NoError(t, err)
+	_, _ = fw.Write([]byte(png))
+	require.NoError(t, mw.WriteField("thread_id", thread))
+	require.NoError(t, mw.WriteField("message1", `{"role":"user","text":"look"}`))
+	require.NoError(t, mw.WriteField("message2", `{"role":"ai","html":"<p>look</p>"}`))
+	require.NoError(t, mw.Close())
+	resp = ts.do(t, testRequest{method: http.MethodPost, path: "/v1/deep-chat", as: alice, body: buf.Bytes(), contentType: mw.FormDataContentType()})
+	require.Equal(t, http.StatusOK, resp.Status, string(resp.Body))
+	msgs = ts.mustHistory(t, alice, thread)
+	require.Len(t, msgs, 4)
+	assert.Equal(t, "", msgs[2].Message)
+	assert.Len(t, msgs[2].ContentBlocks, 1)
+
 	body, ct = multipartBody(t, thread, "read this", filePart{"a.pdf", "application/pdf", "%PDF"})
 	mustDeepChatError(t, ts.do(t, testRequest{method: http.MethodPost, path: "/v1/deep-chat", as: alice, body: body, contentType: ct}),
 		http.StatusUnsupportedMediaType, `"application/pdf"`)

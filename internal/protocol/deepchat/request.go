@@ -73,6 +73,11 @@ func readBody(in body, files []blocks.ContentBlock) (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
+	if msg.Role != "user" && len(files) > 0 {
+		// deep-chat leaves a message of files alone out of the messages it
+		// sends with them: the last one is the conversation's before.
+		return out, nil
+	}
 	if msg.Role != "user" {
 		return Request{}, protocol.Inputf("%s.role: the last message must be the user's", path)
 	}
