@@ -22,7 +22,8 @@ type Request struct {
 	// audio deep-chat sent as files.
 	Text   string
 	Blocks []blocks.ContentBlock
-	// Stream is set when deep-chat asked for a stream (connect.stream).
+	// Stream is whether deep-chat asked for a stream (connect.stream),
+	// which it says in the Accept header: the caller sets it.
 	Stream bool
 }
 
