@@ -45,6 +45,13 @@ func BenchmarkStreamedTurn(b *testing.B) {
 				return []byte(`{"threadId":"` + thread + `","runId":"r1","messages":[{"id":"m1","role":"user","content":"` + text + `"}]}`)
 			},
 		},
+		{
+			name: "deep-chat", accept: "text/event-stream",
+			path: func(string) string { return "/v1/deep-chat" },
+			body: func(thread string) []byte {
+				return []byte(`{"messages":[{"role":"user","text":"` + text + `"}],"thread_id":"` + thread + `"}`)
+			},
+		},
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {

@@ -42,6 +42,8 @@ func (s *Server) routes() http.Handler {
 		writeBody(w, http.StatusOK, "application/yaml", chatd.OpenAPI)
 	})
 
+	r.Get("/deep-chat/chatd.js", handleDeepChatScript)
+
 	if s.ui != nil {
 		for _, path := range s.ui.Paths() {
 			r.Method(http.MethodGet, path, s.ui)
@@ -66,6 +68,8 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodPost, "/ai-sdk/chat", s.handle(s.handleAISDKChat))
 		r.Method(http.MethodGet, "/ai-sdk/chat/{thread_id}/stream", s.handle(s.handleAISDKStream))
 		r.Method(http.MethodPost, "/ag-ui", s.handle(s.handleAGUI))
+		r.Method(http.MethodPost, "/deep-chat", s.handle(s.handleDeepChat))
+		r.Method(http.MethodGet, "/deep-chat/history", s.handle(s.handleDeepChatHistory))
 	})
 	return r
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"chatd/internal/processor"
+	"chatd/internal/protocol/deepchat"
 	"chatd/internal/ratelimit"
 	"chatd/internal/render"
 	"chatd/internal/store"
@@ -233,6 +234,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if challenge := s.auth.Challenge(); p.Status == http.StatusUnauthorized && challenge != "" {
 		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	if isDeepChat(r) {
+		if body, mErr = marshal(deepchat.Answer{Error: deepChatError(p)}); mErr != nil {
+			body = []byte(`{"error":"internal error"}`)
+		}
+		writeBody(w, p.Status, jsonType, body)
+		return
 	}
 	writeBody(w, p.Status, problemType, body)
 }

@@ -140,7 +140,7 @@ func streamEvents(doc *openapi3.T) (map[string]*openapi3.SchemaRef, error) {
 // 404 not_found, or 405 method_not_allowed for a known path), status must be
 // documented for it, the Content-Type must be one documented for that status,
 // and the body must match its schema. Bodies of text/event-stream and
-// text/plain responses are not checked; use ValidateEvent for stream events.
+// text/plain (and text/javascript) responses are not checked; use ValidateEvent for stream events.
 // A 200 from a streaming operation must be a stream exactly when req's Accept
 // asks for one.
 func (v *Validator) ValidateResponse(tb testing.TB, req *http.Request, status int, header http.Header, body []byte) {
@@ -230,9 +230,9 @@ func (v *Validator) validateResponse(req *http.Request, status int, header http.
 	route, params, err := v.router.FindRoute(r)
 	switch {
 	case errors.Is(err, routers.ErrPathNotFound):
-		return v.validateUnrouted(http.StatusNotFound, "NotFound", "no documented path matches", status, header, body)
+		return v.validateUnrouted(http.StatusNotFound, unroutedResponse(req, "NotFound"), "no documented path matches", status, header, body)
 	case errors.Is(err, routers.ErrMethodNotAllowed):
-		return v.validateUnrouted(http.StatusMethodNotAllowed, "MethodNotAllowed", "the path is documented but not this method", status, header, body)
+		return v.validateUnrouted(http.StatusMethodNotAllowed, unroutedResponse(req, "MethodNotAllowed"), "the path is documented but not this method", status, header, body)
 	case err != nil:
 		return fmt.Errorf("find operation: %w", err)
 	}
@@ -251,7 +251,8 @@ func (v *Validator) validateResponse(req *http.Request, status int, header http.
 			return fmt.Errorf("content type %q is not documented for status %d of operation %s (documented: %s)",
 				ct, status, route.Operation.OperationID, strings.Join(sortedKeys(content), ", "))
 		}
-		skipBody = mediaType == "text/event-stream" || mediaType == "text/plain" || mediaType == "application/openmetrics-text"
+		skipBody = mediaType == "text/event-stream" || mediaType == "text/plain" || mediaType == "application/openmetrics-text" ||
+			mediaType == "text/javascript"
 		if err := checkNegotiation(req, status, content, mediaType); err != nil {
 			return err
 		}
@@ -320,6 +321,15 @@ func acceptedTypes(accept string) []string {
 // validateUnrouted checks the answer to a request no documented operation
 // matches: chatd must answer it with the problem the document describes in
 // components.responses.<responseName>.
+// unroutedResponse names the response a request no operation takes must
+// get: deep-chat's paths answer every error in deep-chat's own shape.
+func unroutedResponse(req *http.Request, name string) string {
+	if p := req.URL.Path; p == "/v1/deep-chat" || strings.HasPrefix(p, "/v1/deep-chat/") {
+		return "DeepChatError"
+	}
+	return name
+}
+
 func (v *Validator) validateUnrouted(wantStatus int, responseName, why string, status int, header http.Header, body []byte) error {
 	if status != wantStatus {
 		return fmt.Errorf("%s, so the response must be %d; got %d", why, wantStatus, status)

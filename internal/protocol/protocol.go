@@ -3,7 +3,8 @@
 // requests (Decode, LastMessage) and the Answer to a paused turn they carry,
 // data: URLs of media, and the reading of a paused turn's elicitation. The
 // protocols themselves live in the sub-packages aisdk (Vercel AI SDK UI
-// message streams) and agui (AG-UI); each maps a protocol's request onto a
+// message streams), agui (AG-UI) and deepchat (the deep-chat web
+// component); each maps a protocol's request onto a
 // chatd turn and the turn's events onto the protocol's stream, and nothing
 // else: the turn itself is internal/turn's.
 package protocol

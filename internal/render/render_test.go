@@ -246,6 +246,12 @@ var allowedAttrs = map[string]map[string]bool{
 // on any element, attribute or URL outside the renderer's allow-lists.
 func assertSafe(tb testing.TB, s string) {
 	tb.Helper()
+	assertSafeWith(tb, s, allowedAttrs)
+}
+
+// assertSafeWith is assertSafe with its own allow-list of elements.
+func assertSafeWith(tb testing.TB, s string, allowedAttrs map[string]map[string]bool) {
+	tb.Helper()
 	z := html.NewTokenizer(strings.NewReader(s))
 	for {
 		tt := z.Next()
