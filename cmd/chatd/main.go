@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
 	"chatd/internal/api"
 	"chatd/internal/mcptools"
 	"chatd/internal/processor"
@@ -23,6 +26,7 @@ import (
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
+	"chatd/internal/telemetry"
 	"chatd/internal/turn"
 	"chatd/internal/ui"
 )
@@ -60,6 +64,24 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tracing, err := telemetry.NewProvider(ctx, os.Getenv)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	// The global provider and propagator are what the instrumented HTTP
+	// clients (model, MCP, remote processors) and chatd's own spans use; it
+	// is set here once, before anything starts a span.
+	otel.SetTracerProvider(tracing)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	defer func() {
+		// A fresh context: the serving one is cancelled by now, and the last
+		// spans are worth a moment to flush.
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(flushCtx); err != nil {
+			logger.Warn("flushing traces", "error", err.Error())
+		}
+	}()
 	stores, err := newStore(cfg)
 	if err != nil {
 		return err
@@ -181,9 +203,9 @@ func newLogger(cfg config, out io.Writer) (*slog.Logger, error) {
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(out, opts)), nil
+		return slog.New(telemetry.NewLogHandler(slog.NewTextHandler(out, opts))), nil
 	}
-	return slog.New(slog.NewJSONHandler(out, opts)), nil
+	return slog.New(telemetry.NewLogHandler(slog.NewJSONHandler(out, opts))), nil
 }
 
 func newAuth(cfg config) (api.Authenticator, error) {

@@ -11,7 +11,15 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 )
+
+// tracerName names the spans the API starts.
+const tracerName = "chatd/internal/api"
 
 type requestInfoKey struct{}
 
@@ -79,7 +87,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		w.Header().Set("X-Request-ID", id)
 		info := &requestInfo{id: id}
-		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+		// The span is named when the route is known, after routing; a
+		// traceparent from the caller makes it part of the caller's trace.
+		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := otel.Tracer(tracerName).Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.URLPath(r.URL.Path)))
+		defer span.End()
+		r = r.WithContext(context.WithValue(ctx, requestInfoKey{}, info))
 		rec := &statusRecorder{ResponseWriter: w}
 
 		defer func() {
@@ -98,6 +112,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			elapsed := time.Since(start)
+			span.SetName(r.Method + " " + route)
+			span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+			if status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(status))
+			}
 			s.metrics.httpDuration.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(status)).Observe(elapsed.Seconds())
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("request_id", id),

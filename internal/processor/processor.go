@@ -103,12 +103,16 @@ type Resume struct {
 // Output is a finished turn. Text is authoritative for block-unaware
 // consumers; Blocks and Meta ride the assistant message. When Pause is set
 // the turn ends with status input_required and Text restates the question
-// in prose.
+// in prose. When Stopped is set the processor ended the turn early on its
+// own account (a spending limit reached): the turn ends with status stopped,
+// marked drupal.org/ai.stopped as if the user had stopped it, and any Pause
+// is dropped.
 type Output struct {
-	Text   string
-	Blocks []blocks.ContentBlock
-	Meta   map[string]any
-	Pause  *Pause
+	Text    string
+	Blocks  []blocks.ContentBlock
+	Meta    map[string]any
+	Pause   *Pause
+	Stopped bool
 }
 
 // Pause asks the user a structured question and ends the turn; State is

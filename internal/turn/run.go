@@ -8,6 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"chatd/internal/blocks"
 	"chatd/internal/processor"
 	"chatd/internal/store"
@@ -90,6 +95,10 @@ func (t *Turn) run(ctx context.Context) {
 		defer context.AfterFunc(ctx, t.stopper.stop)()
 	}
 	ctx = context.WithoutCancel(ctx)
+	ctx, span := otel.Tracer(tracerName).Start(ctx, "chatd.turn", trace.WithAttributes(
+		attribute.String("chatd.thread_id", thread.ID), attribute.String("chatd.turn_id", t.ref.TurnID),
+		attribute.String("chatd.processor", thread.Processor)))
+	defer span.End()
 	out.send(t.first)
 
 	// The lease is renewed while the processor runs; if it is lost, the
@@ -126,13 +135,30 @@ func (t *Turn) run(ctx context.Context) {
 	output, err := t.invoke(leaseCtx, emit, deltas, out)
 	stopped := t.stopper.settle()
 	leaseErr := lost()
-	if stopped {
+	if stopped || (err == nil && output.Stopped) {
 		output, err = stoppedOutput(output, err, seq.streamed()), nil
 		t.stopped = true
 	}
 	id := seq.close()
 	deltas.drain(out)
-	out.send(t.finish(ctx, output, err, leaseErr, id, rec.stop()))
+	last := t.finish(ctx, output, err, leaseErr, id, rec.stop())
+	endSpan(span, last)
+	out.send(last)
+}
+
+// tracerName names the spans the engine starts.
+const tracerName = "chatd/internal/turn"
+
+// endSpan records a turn's outcome on its span.
+func endSpan(span trace.Span, last Event) {
+	status := StatusFailed
+	if last.Kind == EventCompleted && last.Result != nil {
+		status = last.Result.Status
+	}
+	span.SetAttributes(attribute.String("chatd.turn.status", status))
+	if last.Failure != nil {
+		span.SetStatus(codes.Error, last.Failure.Detail)
+	}
 }
 
 // stoppedOutput is what a stopped turn keeps: what its processor answered
