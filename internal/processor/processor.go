@@ -113,6 +113,18 @@ type Output struct {
 	Meta    map[string]any
 	Pause   *Pause
 	Stopped bool
+	// Usage is the model tokens the turn spent, when the processor knows
+	// them: chatd records them in the reply's _meta
+	// (blocks.MetaUsage) and counts them (chatd_model_tokens_total).
+	Usage *Usage
+}
+
+// Usage is what a turn's model calls consumed, summed over the calls that
+// reported it.
+type Usage struct {
+	Model        string
+	InputTokens  int64
+	OutputTokens int64
 }
 
 // Pause asks the user a structured question and ends the turn; State is

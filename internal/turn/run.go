@@ -133,6 +133,10 @@ func (t *Turn) run(ctx context.Context) {
 	}
 
 	output, err := t.invoke(leaseCtx, emit, deltas, out)
+	if err == nil && output.Usage != nil {
+		output.Meta = withMeta(output.Meta, blocks.MetaUsage, usageMeta(*output.Usage))
+		e.countTokens(thread.Processor, *output.Usage)
+	}
 	stopped := t.stopper.settle()
 	leaseErr := lost()
 	if stopped || (err == nil && output.Stopped) {
@@ -144,6 +148,19 @@ func (t *Turn) run(ctx context.Context) {
 	last := t.finish(ctx, output, err, leaseErr, id, rec.stop())
 	endSpan(span, last)
 	out.send(last)
+}
+
+// usageMeta is a Usage as the reply's _meta records it.
+func usageMeta(u processor.Usage) map[string]any {
+	return map[string]any{"model": u.Model, "input_tokens": u.InputTokens, "output_tokens": u.OutputTokens}
+}
+
+// countTokens tells an observer that counts tokens what a turn spent.
+func (e *Engine) countTokens(proc string, u processor.Usage) {
+	if o, ok := e.obs.(UsageObserver); ok {
+		o.ModelTokens(proc, u.Model, "input", u.InputTokens)
+		o.ModelTokens(proc, u.Model, "output", u.OutputTokens)
+	}
 }
 
 // tracerName names the spans the engine starts.
