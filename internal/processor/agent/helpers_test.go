@@ -61,7 +61,12 @@ type modelRequest struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	Authorization string `json:"-"`
+	// Traceparent is the request's W3C trace context header.
+	Traceparent string `json:"-"`
 }
 
 func newFakeModel(tb testing.TB, script ...reply) *fakeModel {
@@ -89,6 +94,7 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Authorization = r.Header.Get("Authorization")
+	req.Traceparent = r.Header.Get("Traceparent")
 	m.mu.Lock()
 	m.requests = append(m.requests, req)
 	var rep reply
