@@ -247,3 +247,19 @@ func TestTokenCapStopsTheTurn(t *testing.T) {
 	assert.Equal(t, "skipped", r.toolCalls()[0]["status"])
 	assert.True(t, strings.HasPrefix(r.Message.Text, "Let me look."), r.Message.Text)
 }
+
+func TestEveryToolCallHasASpan(t *testing.T) {
+	rec := newTestTracing(t)
+	m := newFakeModel(t,
+		toolReply("", call{"call_1", "ask_user", `{"message":""}`}, call{"call_2", "nosuch", `{}`}),
+		toolReply("", call{"call_3", "ask_user", `{"message":"Which one?","requestedSchema":{"type":"object","properties":{"n":{"type":"string"}}}}`}))
+	c := newMemoryChatd(t, mustAgent(t, agentConfig(m)))
+	r := c.mustTurn(t, c.mustThread(t), "go")
+	require.Equal(t, "input_required", r.Status)
+
+	var got []string
+	for _, s := range findSpans(rec.Ended(), "execute_tool") {
+		got = append(got, attrs(s)["gen_ai.tool.name"].AsString()+" "+attrs(s)["gen_ai.tool.call.id"].AsString())
+	}
+	assert.Equal(t, []string{"ask_user call_1", "nosuch call_2", "ask_user call_3"}, got)
+}
