@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -89,10 +88,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		info := &requestInfo{id: id}
 		// The span is named when the route is known, after routing; a
 		// traceparent from the caller makes it part of the caller's trace.
-		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := otel.Tracer(tracerName).Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.URLPath(r.URL.Path)))
-		defer span.End()
+		ctx, span := s.startSpan(r)
 		r = r.WithContext(context.WithValue(ctx, requestInfoKey{}, info))
 		rec := &statusRecorder{ResponseWriter: w}
 
@@ -112,10 +108,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			elapsed := time.Since(start)
-			span.SetName(r.Method + " " + route)
-			span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
-			if status >= 500 {
-				span.SetStatus(codes.Error, http.StatusText(status))
+			if span.IsRecording() {
+				span.SetName(r.Method + " " + route)
+				span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+				if status >= 500 {
+					span.SetStatus(codes.Error, http.StatusText(status))
+				}
+				span.End()
 			}
 			s.metrics.httpDuration.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(status)).Observe(elapsed.Seconds())
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
@@ -139,4 +138,22 @@ func methodLabel(method string) string {
 		return method
 	}
 	return "other"
+}
+
+// startSpan starts a request's server span, continuing the trace of a
+// caller's traceparent, and returns the request's context with it when it
+// records (the span is named when the route is known, after routing); with
+// tracing off the context is the request's own.
+func (s *Server) startSpan(r *http.Request) (context.Context, trace.Span) {
+	ctx := r.Context()
+	if s.tracer == nil {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	spanCtx, span := s.tracer.Start(propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header)),
+		r.Method, trace.WithSpanKind(trace.SpanKindServer))
+	if !span.IsRecording() {
+		return ctx, span
+	}
+	span.SetAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.URLPath(r.URL.Path))
+	return spanCtx, span
 }

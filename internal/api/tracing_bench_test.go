@@ -10,9 +10,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
+	"chatd/internal/api"
+	"chatd/internal/processor"
+	"chatd/internal/processor/echo"
 	"chatd/internal/redistest"
 	"chatd/internal/store"
 	"chatd/internal/telemetry"
@@ -42,13 +44,17 @@ func BenchmarkTracing(b *testing.B) {
 			accept string
 		}{{"turn", plain, ""}, {"streamed", streamed, "text/event-stream"}} {
 			b.Run(tt.name+"/tracing-"+tracing, func(b *testing.B) {
-				if tracing == "on" {
-					startBenchTracing(b, receiver.URL)
-				}
-				st, err := store.OpenRedis(rds.URL(), store.Options{})
+				st, err := store.OpenRedis(rds.URL(), store.Options{Trace: tracing == "on"})
 				require.NoError(b, err)
 				b.Cleanup(func() { _ = st.Close() })
-				h := newBenchHandler(b, st, turn.DefaultConfig)
+				reg, err := processor.NewRegistry(map[string]processor.Processor{"echo": echo.New()}, "echo")
+				require.NoError(b, err)
+				deps := newTestDeps(st, reg, turn.DefaultConfig, nil)
+				deps.Auth = api.AnonymousAuth{}
+				if tracing == "on" {
+					deps.TracerProvider = newBenchTracing(b, receiver.URL)
+				}
+				h := api.NewServer(deps)
 				path := "/v1/threads/" + mustBenchThread(b, h) + "/turns"
 				b.ReportAllocs()
 				for b.Loop() {
@@ -68,9 +74,9 @@ func BenchmarkTracing(b *testing.B) {
 	}
 }
 
-// startBenchTracing makes the process trace every span to endpoint until
-// the benchmark ends, as cmd/chatd does from the same variables.
-func startBenchTracing(b *testing.B, endpoint string) {
+// newBenchTracing returns a provider tracing every span to endpoint until
+// the benchmark ends, built as cmd/chatd builds it from the same variables.
+func newBenchTracing(b *testing.B, endpoint string) trace.TracerProvider {
 	b.Helper()
 	vars := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_TRACES_SAMPLER": "always_on"}
 	for k, v := range vars {
@@ -78,12 +84,6 @@ func startBenchTracing(b *testing.B, endpoint string) {
 	}
 	p, err := telemetry.NewProvider(context.Background(), func(k string) string { return vars[k] })
 	require.NoError(b, err)
-	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
-	otel.SetTracerProvider(p)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	b.Cleanup(func() {
-		_ = p.Shutdown(context.Background())
-		otel.SetTracerProvider(prevTP)
-		otel.SetTextMapPropagator(prevProp)
-	})
+	b.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	return p.TracerProvider
 }

@@ -11,14 +11,15 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"chatd/internal/blocks"
 	"chatd/internal/elicit"
 	"chatd/internal/processor/agent"
+	"chatd/internal/telemetry"
 )
 
 // toolName is the function name OpenAI-compatible APIs accept.
@@ -134,18 +135,23 @@ func (s *Server) start(ctx context.Context, name string, args json.RawMessage, r
 	token := uuid.NewString()
 	params := &mcp.CallToolParams{Name: name, Arguments: args, InputResponses: responses, RequestState: state,
 		Meta: mcp.Meta{"progressToken": token}}
-	cctx, span := otel.Tracer(tracerName).Start(cctx, "tools/call "+name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", name),
-			attribute.String("chatd.mcp.server", s.cfg.Name)))
-	if usesRequestMeta(x.cs) {
+	cctx, span := telemetry.StartChild(cctx, tracerName, "tools/call "+name, trace.SpanKindClient)
+	traced := span.IsRecording()
+	if traced {
+		span.SetAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", name),
+			attribute.String("chatd.mcp.server", s.cfg.Name))
+	}
+	if traced && usesRequestMeta(x.cs) {
 		// 2026-07-28 carries the trace context in the request's _meta, so
 		// it reaches the server over any transport.
-		otel.GetTextMapPropagator().Inject(cctx, metaCarrier(params.Meta))
+		propagation.TraceContext{}.Inject(cctx, metaCarrier(params.Meta))
 	}
 	go func() {
-		defer span.End()
 		res, err := x.cs.CallTool(cctx, params)
-		if err != nil {
+		if traced {
+			defer span.End()
+		}
+		if traced && err != nil {
 			span.SetStatus(codes.Error, "tool call failed")
 		}
 		raw, _ := s.cap.take(token)

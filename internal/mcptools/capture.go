@@ -12,7 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 )
 
@@ -128,7 +127,7 @@ func (rt *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 	for k, v := range rt.headers {
 		req.Header.Set(k, v)
 	}
-	otel.GetTextMapPropagator().Inject(req.Context(), propagation.HeaderCarrier(req.Header))
+	propagation.TraceContext{}.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
 	token := ""
 	if req.Method == http.MethodPost && req.Body != nil {
 		body, err := io.ReadAll(req.Body)

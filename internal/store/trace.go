@@ -7,10 +7,11 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"chatd/internal/telemetry"
 )
 
 // tracerName names the spans of the store's round trips.
@@ -19,7 +20,7 @@ const tracerName = "chatd/internal/store"
 // traceHook gives each round trip to Redis — a command or a pipeline — a
 // client span, when the caller's span records: a round trip made outside a
 // traced request (a lease renewal's background work) starts no trace of its
-// own, and with tracing off the hook costs one context lookup.
+// own. It is installed only when tracing is on (Options.Trace).
 type traceHook struct{}
 
 var dbSystem = attribute.String("db.system.name", "redis")
@@ -34,8 +35,8 @@ func (traceHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return next(ctx, cmd)
 		}
 		op := cmd.Name()
-		ctx, span := otel.Tracer(tracerName).Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(dbSystem, attribute.String("db.operation.name", op)))
+		ctx, span := telemetry.StartChild(ctx, tracerName, op, trace.SpanKindClient)
+		span.SetAttributes(dbSystem, attribute.String("db.operation.name", op))
 		defer span.End()
 		err := next(ctx, cmd)
 		endRoundTrip(span, err)
@@ -52,9 +53,8 @@ func (traceHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 		if len(cmds) > 0 {
 			op += " " + cmds[0].Name()
 		}
-		ctx, span := otel.Tracer(tracerName).Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(dbSystem, attribute.String("db.operation.name", op),
-				attribute.Int("db.operation.batch.size", len(cmds))))
+		ctx, span := telemetry.StartChild(ctx, tracerName, op, trace.SpanKindClient)
+		span.SetAttributes(dbSystem, attribute.String("db.operation.name", op), attribute.Int("db.operation.batch.size", len(cmds)))
 		defer span.End()
 		err := next(ctx, cmds)
 		endRoundTrip(span, err)

@@ -3,8 +3,9 @@
 // lines with the trace they were written in.
 //
 // Tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT (or its traces-only
-// form) or OTEL_TRACES_EXPORTER is set: then the provider is the API's no-op
-// one, whose spans record nothing and cost next to nothing.
+// form) or OTEL_TRACES_EXPORTER is set: then there is no provider, and no
+// span is started at all. Spans below a request's are started from the
+// request's span (StartChild), so only the API is handed the provider.
 package telemetry
 
 import (
@@ -17,7 +18,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // ServiceName is the service.name spans carry when OTEL_SERVICE_NAME does
@@ -26,7 +26,8 @@ const ServiceName = "chatd"
 
 // Provider is the tracer provider and what ends it.
 type Provider struct {
-	trace.TracerProvider
+	// TracerProvider is nil when tracing is off.
+	TracerProvider trace.TracerProvider
 	// Shutdown flushes the spans not yet exported; a no-op provider has
 	// none.
 	Shutdown func(context.Context) error
@@ -39,7 +40,7 @@ type Provider struct {
 // variables; getenv decides only whether tracing is on and which protocol
 // the exporter speaks.
 func NewProvider(ctx context.Context, getenv func(string) string) (Provider, error) {
-	off := Provider{TracerProvider: noop.NewTracerProvider(), Shutdown: func(context.Context) error { return nil }}
+	off := Provider{Shutdown: func(context.Context) error { return nil }}
 	kind := getenv("OTEL_TRACES_EXPORTER")
 	endpoint := getenv("OTEL_EXPORTER_OTLP_ENDPOINT") + getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 	switch {
@@ -71,4 +72,17 @@ func NewProvider(ctx context.Context, getenv func(string) string) (Provider, err
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
 	return Provider{TracerProvider: tp, Shutdown: tp.Shutdown}, nil
+}
+
+// StartChild starts a span of kind named name under ctx's span when that
+// span records, and otherwise returns ctx and its span unchanged: work
+// outside a traced request, and all work with tracing off, then costs no
+// span and no allocation. Callers set attributes only on a span that
+// records (span.IsRecording), for the same reason.
+func StartChild(ctx context.Context, tracer, name string, kind trace.SpanKind) (context.Context, trace.Span) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return ctx, parent
+	}
+	return parent.TracerProvider().Tracer(tracer).Start(ctx, name, trace.WithSpanKind(kind))
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -16,6 +15,7 @@ import (
 	"chatd/internal/blocks"
 	"chatd/internal/processor"
 	"chatd/internal/store"
+	"chatd/internal/telemetry"
 )
 
 // Ref names a turn: its thread, the principal the thread belongs to, and
@@ -94,11 +94,15 @@ func (t *Turn) run(ctx context.Context) {
 	if t.stopOnDisconnect {
 		defer context.AfterFunc(ctx, t.stopper.stop)()
 	}
+	// The span is looked up before WithoutCancel: a lookup through a
+	// WithoutCancel context allocates.
+	ctx, span := telemetry.StartChild(ctx, tracerName, "chatd.turn", trace.SpanKindInternal)
 	ctx = context.WithoutCancel(ctx)
-	ctx, span := otel.Tracer(tracerName).Start(ctx, "chatd.turn", trace.WithAttributes(
-		attribute.String("chatd.thread_id", thread.ID), attribute.String("chatd.turn_id", t.ref.TurnID),
-		attribute.String("chatd.processor", thread.Processor)))
-	defer span.End()
+	if span.IsRecording() {
+		defer span.End()
+		span.SetAttributes(attribute.String("chatd.thread_id", thread.ID), attribute.String("chatd.turn_id", t.ref.TurnID),
+			attribute.String("chatd.processor", thread.Processor))
+	}
 	out.send(t.first)
 
 	// The lease is renewed while the processor runs; if it is lost, the
@@ -168,6 +172,9 @@ const tracerName = "chatd/internal/turn"
 
 // endSpan records a turn's outcome on its span.
 func endSpan(span trace.Span, last Event) {
+	if !span.IsRecording() {
+		return
+	}
 	status := StatusFailed
 	if last.Kind == EventCompleted && last.Result != nil {
 		status = last.Result.Status

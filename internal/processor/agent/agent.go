@@ -12,13 +12,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"chatd/internal/blocks"
 	"chatd/internal/elicit"
 	"chatd/internal/processor"
+	"chatd/internal/telemetry"
 )
 
 // Defaults of an agent's limits: the agents file documents them.
@@ -413,7 +413,9 @@ func (t *turn) runCalls(ctx context.Context, calls []toolCall) (*processor.Outpu
 
 func (t *turn) runCall(ctx context.Context, c toolCall, queue []toolCall) (*processor.Output, error) {
 	ctx, span := toolSpan(ctx, c)
-	defer span.End()
+	if span.IsRecording() {
+		defer span.End()
+	}
 	args, err := arguments(c.Arguments)
 	if err != nil {
 		t.toolResult(c, "error: the arguments are not a JSON object: "+err.Error(), statusFailed, err.Error())
@@ -545,17 +547,23 @@ func (t *turn) resume(ctx context.Context, st pauseState, r *processor.Resume) (
 }
 
 // toolSpan starts the span of one tool call, whatever becomes of it.
+// The caller ends it when it records.
 func toolSpan(ctx context.Context, c toolCall) (context.Context, trace.Span) {
-	return otel.Tracer(tracerName).Start(ctx, "execute_tool "+c.Name, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attribute.String("gen_ai.operation.name", "execute_tool"),
-			attribute.String("gen_ai.tool.name", c.Name), attribute.String("gen_ai.tool.call.id", c.ID)))
+	ctx, span := telemetry.StartChild(ctx, tracerName, "execute_tool "+c.Name, trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("gen_ai.operation.name", "execute_tool"),
+			attribute.String("gen_ai.tool.name", c.Name), attribute.String("gen_ai.tool.call.id", c.ID))
+	}
+	return ctx, span
 }
 
 // settle settles the call the turn paused on with the user's answer.
 func (t *turn) settle(ctx context.Context, st pauseState, r *processor.Resume) (*processor.Output, error) {
 	c := st.Pending.Call
 	ctx, span := toolSpan(ctx, c)
-	defer span.End()
+	if span.IsRecording() {
+		defer span.End()
+	}
 	args, _ := arguments(c.Arguments) // checked before the pause
 	switch st.Pending.Kind {
 	case pendingAskUser:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 
 	"chatd/internal/api"
 	"chatd/internal/openapitest"
@@ -404,5 +405,6 @@ func (e *eventReader) all(tb testing.TB) []sseEvent {
 func newHandler(st api.Store, reg *processor.Registry, cfg turn.Config) http.Handler {
 	metrics := api.NewMetrics()
 	engine := turn.New(turn.Deps{Store: st, Processors: reg, Observer: metrics, Config: cfg})
-	return api.NewServer(api.Deps{Store: st, Engine: engine, Processors: reg, Auth: api.AnonymousAuth{}, Metrics: metrics, Config: api.DefaultConfig})
+	return api.NewServer(api.Deps{Store: st, Engine: engine, Processors: reg, Auth: api.AnonymousAuth{}, Metrics: metrics, Config: api.DefaultConfig,
+		TracerProvider: otel.GetTracerProvider()})
 }

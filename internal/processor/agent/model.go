@@ -13,13 +13,13 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	segjson "github.com/segmentio/encoding/json"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"chatd/internal/processor"
+	"chatd/internal/telemetry"
 )
 
 // maxRetries is how often a failed model request is retried (429, 5xx,
@@ -77,7 +77,7 @@ func newChatModel(cfg Config) chatModel {
 // injectTrace sends the model call's trace context (traceparent) with the
 // request, so a model server that traces continues chatd's trace.
 func injectTrace(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	otel.GetTextMapPropagator().Inject(req.Context(), propagation.HeaderCarrier(req.Header))
+	propagation.TraceContext{}.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
 	return next(req)
 }
 
@@ -192,9 +192,11 @@ type tokenUsage struct{ input, output int64 }
 // what the model did, or ctx's error.
 func (m chatModel) stream(ctx context.Context, system []byte, conv []message, tools json.RawMessage,
 	onText func(string)) (reply modelReply, err error) {
-	ctx, span := otel.Tracer(tracerName).Start(ctx, "chat "+m.model, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(operationChat, providerOpenAI, attribute.String("gen_ai.request.model", m.model)))
-	defer func() { endModelSpan(span, reply, err) }()
+	ctx, span := telemetry.StartChild(ctx, tracerName, "chat "+m.model, trace.SpanKindClient)
+	if span.IsRecording() {
+		span.SetAttributes(operationChat, providerOpenAI, attribute.String("gen_ai.request.model", m.model))
+		defer func() { endModelSpan(span, reply, err) }()
+	}
 	events, err := m.open(ctx, system, conv, tools)
 	if err != nil {
 		return modelReply{}, err

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -21,19 +20,17 @@ import (
 	"chatd/internal/turn"
 )
 
-// newTestTracing makes the process's tracer provider record every span
-// until the test ends. Tests using it do not run in parallel: the provider
-// is the process's.
+// newTestTracing makes the process's tracer provider, which the tests'
+// servers trace with, record every span until the test ends. Tests using
+// it do not run in parallel: the provider is the process's.
 func newTestTracing(tb testing.TB) *tracetest.SpanRecorder {
 	tb.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	prev := otel.GetTracerProvider()
 	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
 	tb.Cleanup(func() {
-		otel.SetTracerProvider(prevTP)
-		otel.SetTextMapPropagator(prevProp)
+		otel.SetTracerProvider(prev)
 		_ = tp.Shutdown(context.Background())
 	})
 	return rec
@@ -95,7 +92,9 @@ func TestTraceOfAStreamedToolTurn(t *testing.T) {
 		withUsage(textReply("Found one article."), 150, 30))
 	cfg := agentConfig(m)
 	cfg.Tools = []agent.ToolSource{agent.Tools{&lookupTool{}}}
-	st, err := store.OpenRedis(redistest.Start(t).URL(), testStoreOpts)
+	opts := testStoreOpts
+	opts.Trace = true
+	st, err := store.OpenRedis(redistest.Start(t).URL(), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	c := newChatd(t, st, mustAgent(t, cfg), turn.DefaultConfig)

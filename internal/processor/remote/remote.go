@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"chatd/internal/processor"
+	"chatd/internal/telemetry"
 )
 
 // Config is one remote processor.
@@ -148,18 +148,22 @@ func (p *Processor) Process(ctx context.Context, in processor.Input, emit proces
 		return processor.Output{}, fmt.Errorf("remote: %w", err)
 	}
 	p.setHeaders(req, in.TurnID, body)
-	reqCtx, span := otel.Tracer(tracerName).Start(reqCtx, "POST "+p.cfg.Name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("chatd.processor", p.cfg.Name), attribute.String("http.request.method", http.MethodPost),
-			attribute.String("server.address", req.URL.Host)))
-	defer span.End()
-	req = req.WithContext(reqCtx)
-	otel.GetTextMapPropagator().Inject(reqCtx, propagation.HeaderCarrier(req.Header))
+	reqCtx, span := telemetry.StartChild(reqCtx, tracerName, "POST "+p.cfg.Name, trace.SpanKindClient)
+	if span.IsRecording() {
+		defer span.End()
+		span.SetAttributes(attribute.String("chatd.processor", p.cfg.Name), attribute.String("http.request.method", http.MethodPost),
+			attribute.String("server.address", req.URL.Host))
+		req = req.WithContext(reqCtx)
+	}
+	propagation.TraceContext{}.Inject(reqCtx, propagation.HeaderCarrier(req.Header))
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return processor.Output{}, p.failure(ctx, reqCtx, &processor.Error{Detail: "the remote processor could not be reached", Err: err})
 	}
 	defer resp.Body.Close()
-	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+	}
 	out, err := readAnswer(resp, emit)
 	if err != nil {
 		span.SetStatus(codes.Error, "remote processor failed")
