@@ -28,8 +28,8 @@ const ServiceName = "chatd"
 type Provider struct {
 	// TracerProvider is nil when tracing is off.
 	TracerProvider trace.TracerProvider
-	// Shutdown flushes the spans not yet exported; a no-op provider has
-	// none.
+	// Shutdown flushes the spans not yet exported and stops the exporter;
+	// with tracing off it does nothing.
 	Shutdown func(context.Context) error
 }
 
