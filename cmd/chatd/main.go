@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"chatd/internal/api"
 	"chatd/internal/mcptools"
 	"chatd/internal/processor"
@@ -23,6 +25,7 @@ import (
 	"chatd/internal/render"
 	"chatd/internal/serve"
 	"chatd/internal/store"
+	"chatd/internal/telemetry"
 	"chatd/internal/turn"
 	"chatd/internal/ui"
 )
@@ -60,7 +63,20 @@ func run(ctx context.Context, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stores, err := newStore(cfg)
+	tracing, err := telemetry.NewProvider(ctx, os.Getenv)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer func() {
+		// A fresh context: the serving one is cancelled by now, and the last
+		// spans are worth a moment to flush.
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(flushCtx); err != nil {
+			logger.Warn("flushing traces", "error", err.Error())
+		}
+	}()
+	stores, err := newStore(cfg, tracing.TracerProvider != nil)
 	if err != nil {
 		return err
 	}
@@ -76,7 +92,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 		defer mcpTools.Close()
 	}
 	warnIfUnreachable(ctx, st, logger)
-	server, err := newServer(cfg, logger, stores, registry)
+	server, err := newServer(cfg, logger, stores, registry, tracing.TracerProvider)
 	if err != nil {
 		return err
 	}
@@ -94,7 +110,7 @@ func warnIfUnreachable(ctx context.Context, st api.Store, logger *slog.Logger) {
 }
 
 // newServer builds the turn engine and the API over the store.
-func newServer(cfg config, logger *slog.Logger, stores storage, registry *processor.Registry) (*api.Server, error) {
+func newServer(cfg config, logger *slog.Logger, stores storage, registry *processor.Registry, tp trace.TracerProvider) (*api.Server, error) {
 	auth, err := newAuth(cfg)
 	if err != nil {
 		return nil, err
@@ -122,10 +138,11 @@ func newServer(cfg config, logger *slog.Logger, stores storage, registry *proces
 	})
 	return api.NewServer(api.Deps{
 		Store: st, Engine: engine, Processors: registry, Auth: auth, Logger: logger, Metrics: metrics,
-		RateLimit:     ratelimit.New(cfg.RateLimit, counter, logger),
-		AuthFailLimit: ratelimit.New(cfg.AuthFailLimit, counter, logger),
-		Renderer:      renderer,
-		UI:            page,
+		TracerProvider: tp,
+		RateLimit:      ratelimit.New(cfg.RateLimit, counter, logger),
+		AuthFailLimit:  ratelimit.New(cfg.AuthFailLimit, counter, logger),
+		Renderer:       renderer,
+		UI:             page,
 		Config: api.Config{
 			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat(cfg.HeartbeatEvery), WriteTimeout: cfg.WriteTimeout,
 			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth, RefusalDelay: refusalDelay(cfg.RateLimitDelay),
@@ -181,9 +198,9 @@ func newLogger(cfg config, out io.Writer) (*slog.Logger, error) {
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(out, opts)), nil
+		return slog.New(telemetry.NewLogHandler(slog.NewTextHandler(out, opts))), nil
 	}
-	return slog.New(slog.NewJSONHandler(out, opts)), nil
+	return slog.New(telemetry.NewLogHandler(slog.NewJSONHandler(out, opts))), nil
 }
 
 func newAuth(cfg config) (api.Authenticator, error) {
@@ -212,10 +229,10 @@ type storage struct {
 
 // newStore opens the Redis of CHATD_REDIS_URL, with its relay and rate
 // counter; without one, the embedded store and a relay within this process.
-func newStore(cfg config) (storage, error) {
+func newStore(cfg config, tracing bool) (storage, error) {
 	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax,
 		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes, MaxThreads: cfg.MaxThreads, TurnEventsTTL: cfg.TurnEventsTTL,
-		WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout}
+		WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout, Trace: tracing}
 	if cfg.RedisURL == "" {
 		return storage{store: store.NewMemory(opts), relay: store.NewLocalBus()}, nil
 	}

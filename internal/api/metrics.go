@@ -16,6 +16,7 @@ type Metrics struct {
 	turns        *prometheus.CounterVec
 	elicitations *prometheus.CounterVec
 	storeErrors  prometheus.Counter
+	tokens       *prometheus.CounterVec
 }
 
 // NewMetrics registers chatd's collectors plus the Go and process ones.
@@ -39,8 +40,12 @@ func NewMetrics() *Metrics {
 			Name: "chatd_store_errors_total",
 			Help: "Requests that failed because the store was unreachable.",
 		}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chatd_model_tokens_total",
+			Help: "Model tokens spent by turns, by processor, model and kind (input, output).",
+		}, []string{"processor", "model", "kind"}),
 	}
-	m.registry.MustRegister(m.httpDuration, m.turns, m.elicitations, m.storeErrors,
+	m.registry.MustRegister(m.httpDuration, m.turns, m.elicitations, m.storeErrors, m.tokens,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -53,6 +58,12 @@ func (m *Metrics) Handler() http.Handler {
 // TurnEnded counts a turn by processor and outcome (turn.Observer).
 func (m *Metrics) TurnEnded(processor, status string) {
 	m.turns.WithLabelValues(processor, status).Inc()
+}
+
+// ModelTokens counts model tokens by processor, model and kind
+// (turn.UsageObserver).
+func (m *Metrics) ModelTokens(processor, model, kind string, n int64) {
+	m.tokens.WithLabelValues(processor, model, kind).Add(float64(n))
 }
 
 // Elicitation counts an elicitation event by processor (turn.Observer).

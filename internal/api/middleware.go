@@ -11,7 +11,14 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 )
+
+// tracerName names the spans the API starts.
+const tracerName = "chatd/internal/api"
 
 type requestInfoKey struct{}
 
@@ -79,7 +86,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		w.Header().Set("X-Request-ID", id)
 		info := &requestInfo{id: id}
-		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+		// The span is named when the route is known, after routing; a
+		// traceparent from the caller makes it part of the caller's trace.
+		ctx, span := s.startSpan(r)
+		r = r.WithContext(context.WithValue(ctx, requestInfoKey{}, info))
 		rec := &statusRecorder{ResponseWriter: w}
 
 		defer func() {
@@ -98,6 +108,14 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			elapsed := time.Since(start)
+			if span.IsRecording() {
+				span.SetName(r.Method + " " + route)
+				span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+				if status >= 500 {
+					span.SetStatus(codes.Error, http.StatusText(status))
+				}
+				span.End()
+			}
 			s.metrics.httpDuration.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(status)).Observe(elapsed.Seconds())
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("request_id", id),
@@ -120,4 +138,22 @@ func methodLabel(method string) string {
 		return method
 	}
 	return "other"
+}
+
+// startSpan starts a request's server span, continuing the trace of a
+// caller's traceparent, and returns the request's context with it when it
+// records (the span is named when the route is known, after routing); with
+// tracing off the context is the request's own.
+func (s *Server) startSpan(r *http.Request) (context.Context, trace.Span) {
+	ctx := r.Context()
+	if s.tracer == nil {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	spanCtx, span := s.tracer.Start(propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header)),
+		r.Method, trace.WithSpanKind(trace.SpanKindServer))
+	if !span.IsRecording() {
+		return ctx, span
+	}
+	span.SetAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.URLPath(r.URL.Path))
+	return spanCtx, span
 }

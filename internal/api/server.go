@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"chatd/internal/processor"
 	"chatd/internal/protocol/deepchat"
 	"chatd/internal/ratelimit"
@@ -142,6 +144,10 @@ type Deps struct {
 	// failed authentications per client address; nil: no limit.
 	RateLimit     *ratelimit.Limiter
 	AuthFailLimit *ratelimit.Limiter
+	// TracerProvider traces requests, and through their spans everything
+	// they start (turns, store calls, model and tool calls); nil: no spans,
+	// at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is chatd's HTTP handler.
@@ -162,6 +168,8 @@ type Server struct {
 	authFailLimit *ratelimit.Limiter
 	// heldRefusals counts the refusals waiting out RefusalDelay.
 	heldRefusals chan struct{}
+	// tracer starts the requests' spans; nil without tracing.
+	tracer trace.Tracer
 }
 
 // NewServer wires the routes. Missing optional deps get defaults: no auth
@@ -181,6 +189,9 @@ func NewServer(d Deps) *Server {
 		engine:        d.Engine,
 		rateLimit:     d.RateLimit,
 		authFailLimit: d.AuthFailLimit,
+	}
+	if d.TracerProvider != nil {
+		s.tracer = d.TracerProvider.Tracer(tracerName)
 	}
 	if s.auth == nil {
 		s.auth = AnonymousAuth{}

@@ -20,12 +20,14 @@ const (
 	MetaElicitationResult = "drupal.org/ai.elicitation_result"
 	// chatd's additions to the keys of the design it follows.
 	MetaStopped = "drupal.org/ai.stopped"
+	MetaUsage   = "drupal.org/ai.usage"
 )
 
 // RegisteredKeys lists every _meta key chatd defines, in documentation order.
 var RegisteredKeys = []string{
 	MetaCitations, MetaSuggestedReplies, MetaEntity, MetaToolCall, MetaStructuredContent,
 	MetaStatusItem, MetaElicitationID, MetaWidgets, MetaElicitationResult, MetaStopped,
+	MetaUsage,
 }
 
 // RecordKeys are the _meta keys with which chatd records the elicitation

@@ -11,10 +11,15 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"chatd/internal/blocks"
 	"chatd/internal/elicit"
 	"chatd/internal/processor/agent"
+	"chatd/internal/telemetry"
 )
 
 // toolName is the function name OpenAI-compatible APIs accept.
@@ -130,8 +135,25 @@ func (s *Server) start(ctx context.Context, name string, args json.RawMessage, r
 	token := uuid.NewString()
 	params := &mcp.CallToolParams{Name: name, Arguments: args, InputResponses: responses, RequestState: state,
 		Meta: mcp.Meta{"progressToken": token}}
+	cctx, span := telemetry.StartChild(cctx, tracerName, "tools/call "+name, trace.SpanKindClient)
+	traced := span.IsRecording()
+	if traced {
+		span.SetAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", name),
+			attribute.String("chatd.mcp.server", s.cfg.Name))
+	}
+	if traced && usesRequestMeta(x.cs) {
+		// 2026-07-28 carries the trace context in the request's _meta, so
+		// it reaches the server over any transport.
+		propagation.TraceContext{}.Inject(cctx, metaCarrier(params.Meta))
+	}
 	go func() {
 		res, err := x.cs.CallTool(cctx, params)
+		if traced {
+			defer span.End()
+		}
+		if traced && err != nil {
+			span.SetStatus(codes.Error, "tool call failed")
+		}
 		raw, _ := s.cap.take(token)
 		c.done <- outcome{res: res, raw: raw, err: err}
 	}()
@@ -459,4 +481,32 @@ func (s *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// tracerName names the spans of MCP requests.
+const tracerName = "chatd/internal/mcptools"
+
+// usesRequestMeta reports whether a session speaks 2026-07-28 or later,
+// whose requests carry the trace context in their _meta.
+func usesRequestMeta(cs *mcp.ClientSession) bool {
+	init := cs.InitializeResult()
+	return init != nil && init.ProtocolVersion >= "2026-07-28"
+}
+
+// metaCarrier lets a propagator write into a request's _meta.
+type metaCarrier mcp.Meta
+
+func (m metaCarrier) Get(key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+func (m metaCarrier) Set(key, value string) { m[key] = value }
+
+func (m metaCarrier) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
 }

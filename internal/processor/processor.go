@@ -103,12 +103,28 @@ type Resume struct {
 // Output is a finished turn. Text is authoritative for block-unaware
 // consumers; Blocks and Meta ride the assistant message. When Pause is set
 // the turn ends with status input_required and Text restates the question
-// in prose.
+// in prose. When Stopped is set the processor ended the turn early on its
+// own account (a spending limit reached): the turn ends with status stopped,
+// marked drupal.org/ai.stopped as if the user had stopped it, and any Pause
+// is dropped.
 type Output struct {
-	Text   string
-	Blocks []blocks.ContentBlock
-	Meta   map[string]any
-	Pause  *Pause
+	Text    string
+	Blocks  []blocks.ContentBlock
+	Meta    map[string]any
+	Pause   *Pause
+	Stopped bool
+	// Usage is the model tokens the turn spent, when the processor knows
+	// them: chatd records them in the reply's _meta
+	// (blocks.MetaUsage) and counts them (chatd_model_tokens_total).
+	Usage *Usage
+}
+
+// Usage is what a turn's model calls consumed, summed over the calls that
+// reported it.
+type Usage struct {
+	Model        string
+	InputTokens  int64
+	OutputTokens int64
 }
 
 // Pause asks the user a structured question and ends the turn; State is

@@ -46,6 +46,9 @@ func OpenRedis(rawURL string, opts Options) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: redis url: %w", err)
 	}
+	if opts.Trace {
+		client.AddHook(traceHook{})
+	}
 	r := NewRedis(client, opts)
 	if read := readTimeout(client); r.opts.WaitReplicas > 0 && read > 0 && r.opts.WaitTimeout >= read {
 		_ = client.Close()

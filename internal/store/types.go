@@ -328,6 +328,9 @@ type Options struct {
 	// WaitTimeout bounds the WAIT when WaitReplicas > 0; keep it below the
 	// client's read timeout.
 	WaitTimeout time.Duration
+	// Trace gives each Redis round trip made under a recording span a span
+	// of its own; without it the client has no tracing hook at all.
+	Trace bool
 }
 
 // DefaultOptions are the store's defaults, written here only: NewMemory,

@@ -48,6 +48,14 @@ type Observer interface {
 	Elicitation(processor, event string)
 }
 
+// UsageObserver is implemented by an Observer that also counts the model
+// tokens turns spend.
+type UsageObserver interface {
+	// ModelTokens adds n tokens of kind (input, output) spent by
+	// processor's model.
+	ModelTokens(processor, model, kind string, n int64)
+}
+
 // Config holds the engine's settings; cmd/chatd fills it from the
 // environment, starting from DefaultConfig.
 type Config struct {

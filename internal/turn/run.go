@@ -8,9 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"chatd/internal/blocks"
 	"chatd/internal/processor"
 	"chatd/internal/store"
+	"chatd/internal/telemetry"
 )
 
 // Ref names a turn: its thread, the principal the thread belongs to, and
@@ -89,7 +94,15 @@ func (t *Turn) run(ctx context.Context) {
 	if t.stopOnDisconnect {
 		defer context.AfterFunc(ctx, t.stopper.stop)()
 	}
+	// The span is looked up before WithoutCancel: a lookup through a
+	// WithoutCancel context allocates.
+	ctx, span := telemetry.StartChild(ctx, tracerName, "chatd.turn", trace.SpanKindInternal)
 	ctx = context.WithoutCancel(ctx)
+	if span.IsRecording() {
+		defer span.End()
+		span.SetAttributes(attribute.String("chatd.thread_id", thread.ID), attribute.String("chatd.turn_id", t.ref.TurnID),
+			attribute.String("chatd.processor", thread.Processor))
+	}
 	out.send(t.first)
 
 	// The lease is renewed while the processor runs; if it is lost, the
@@ -124,17 +137,54 @@ func (t *Turn) run(ctx context.Context) {
 	}
 
 	output, err := t.invoke(leaseCtx, emit, deltas, out)
+	if err == nil && output.Usage != nil {
+		output.Meta = withMeta(output.Meta, blocks.MetaUsage, usageMeta(*output.Usage))
+		e.countTokens(thread.Processor, *output.Usage)
+	}
 	stopped := t.stopper.settle()
 	leaseErr := lost()
 	// Closed before the streamed text is read: a processor still running
 	// past a stop's grace can add nothing that the kept text lacks.
 	id := seq.close()
-	if stopped {
+	if stopped || (err == nil && output.Stopped) {
 		output, err = stoppedOutput(output, err, seq.streamed()), nil
 		t.stopped = true
 	}
 	deltas.drain(out)
-	out.send(t.finish(ctx, output, err, leaseErr, id, rec.stop()))
+	last := t.finish(ctx, output, err, leaseErr, id, rec.stop())
+	endSpan(span, last)
+	out.send(last)
+}
+
+// usageMeta is a Usage as the reply's _meta records it.
+func usageMeta(u processor.Usage) map[string]any {
+	return map[string]any{"model": u.Model, "input_tokens": u.InputTokens, "output_tokens": u.OutputTokens}
+}
+
+// countTokens tells an observer that counts tokens what a turn spent.
+func (e *Engine) countTokens(proc string, u processor.Usage) {
+	if o, ok := e.obs.(UsageObserver); ok {
+		o.ModelTokens(proc, u.Model, "input", u.InputTokens)
+		o.ModelTokens(proc, u.Model, "output", u.OutputTokens)
+	}
+}
+
+// tracerName names the spans the engine starts.
+const tracerName = "chatd/internal/turn"
+
+// endSpan records a turn's outcome on its span.
+func endSpan(span trace.Span, last Event) {
+	if !span.IsRecording() {
+		return
+	}
+	status := StatusFailed
+	if last.Kind == EventCompleted && last.Result != nil {
+		status = last.Result.Status
+	}
+	span.SetAttributes(attribute.String("chatd.turn.status", status))
+	if last.Failure != nil {
+		span.SetStatus(codes.Error, last.Failure.Detail)
+	}
 }
 
 // stoppedOutput is what a stopped turn keeps: what its processor answered

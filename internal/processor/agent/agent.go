@@ -12,9 +12,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"chatd/internal/blocks"
 	"chatd/internal/elicit"
 	"chatd/internal/processor"
+	"chatd/internal/telemetry"
 )
 
 // Defaults of an agent's limits: the agents file documents them.
@@ -39,6 +43,11 @@ type Config struct {
 	SystemPrompt string
 	// MaxSteps caps the model calls of one turn (at least 1).
 	MaxSteps int
+	// MaxTokensPerTurn, when positive, caps the input and output tokens of
+	// a turn's model calls, summed: once a call makes the sum exceed it, no
+	// further call is made and the turn ends stopped. Only calls whose
+	// model reports usage count.
+	MaxTokensPerTurn int64
 	// HistoryWindow is how many recent messages the model sees (the
 	// server's CHATD_HISTORY_WINDOW caps it).
 	HistoryWindow int
@@ -80,6 +89,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.MaxSteps < 1 {
 		errs = append(errs, fmt.Errorf("max_steps %d: must be at least 1", cfg.MaxSteps))
+	}
+	if cfg.MaxTokensPerTurn < 0 {
+		errs = append(errs, fmt.Errorf("max_tokens_per_turn %d: must not be negative", cfg.MaxTokensPerTurn))
 	}
 	if cfg.HistoryWindow < 0 {
 		errs = append(errs, fmt.Errorf("history_window %d: must not be negative", cfg.HistoryWindow))
@@ -213,6 +225,12 @@ type turn struct {
 	blocks    []blocks.ContentBlock
 	records   []any // drupal.org/ai.tool_call entries
 	structure any   // the last tool's structured content
+
+	// usage sums the turn's model calls that reported it; nil while none
+	// has.
+	usage *tokenUsage
+	// capped is set when the turn's tokens exceeded MaxTokensPerTurn.
+	capped bool
 }
 
 // The statuses of a drupal.org/ai.tool_call entry (and the states of a
@@ -289,6 +307,17 @@ func (t *turn) loop(ctx context.Context) (processor.Output, error) {
 		if err != nil {
 			return processor.Output{}, err
 		}
+		t.addUsage(reply.usage)
+		if t.overTokens() {
+			for _, c := range reply.calls {
+				t.record(c, statusSkipped, "the turn reached its token limit")
+			}
+			if len(reply.calls) > 0 {
+				t.say(fmt.Sprintf("(I stopped here: this turn reached its limit of %d tokens. Ask me to continue.)", t.a.cfg.MaxTokensPerTurn))
+			}
+			t.capped = true
+			return t.output(), nil
+		}
 		if len(reply.calls) == 0 {
 			return t.output(), nil
 		}
@@ -328,8 +357,29 @@ func (t *turn) say(s string) {
 	t.write(s)
 }
 
+// addUsage adds a model call's tokens to the turn's.
+func (t *turn) addUsage(u *tokenUsage) {
+	if u == nil {
+		return
+	}
+	if t.usage == nil {
+		t.usage = &tokenUsage{}
+	}
+	t.usage.input += u.input
+	t.usage.output += u.output
+}
+
+// overTokens reports whether the turn has spent more than its token limit.
+func (t *turn) overTokens() bool {
+	limit := t.a.cfg.MaxTokensPerTurn
+	return limit > 0 && t.usage != nil && t.usage.input+t.usage.output > limit
+}
+
 func (t *turn) output() processor.Output {
-	out := processor.Output{Text: t.text.String(), Blocks: t.blocks}
+	out := processor.Output{Text: t.text.String(), Blocks: t.blocks, Stopped: t.capped}
+	if t.usage != nil {
+		out.Usage = &processor.Usage{Model: t.a.cfg.Model, InputTokens: t.usage.input, OutputTokens: t.usage.output}
+	}
 	if len(t.records) > 0 || t.structure != nil {
 		out.Meta = map[string]any{}
 		if len(t.records) > 0 {
@@ -362,6 +412,10 @@ func (t *turn) runCalls(ctx context.Context, calls []toolCall) (*processor.Outpu
 }
 
 func (t *turn) runCall(ctx context.Context, c toolCall, queue []toolCall) (*processor.Output, error) {
+	ctx, span := toolSpan(ctx, c)
+	if span.IsRecording() {
+		defer span.End()
+	}
 	args, err := arguments(c.Arguments)
 	if err != nil {
 		t.toolResult(c, "error: the arguments are not a JSON object: "+err.Error(), statusFailed, err.Error())
@@ -485,7 +539,31 @@ func (t *turn) pause(p pendingCall, queue []toolCall, req *elicit.Request) (*pro
 // resume settles the call the turn paused on with the user's answer, then
 // runs the rest of that model reply's calls.
 func (t *turn) resume(ctx context.Context, st pauseState, r *processor.Resume) (*processor.Output, error) {
+	out, err := t.settle(ctx, st, r)
+	if out != nil || err != nil {
+		return out, err
+	}
+	return t.runCalls(ctx, st.Queue)
+}
+
+// toolSpan starts the span of one tool call, whatever becomes of it.
+// The caller ends it when it records.
+func toolSpan(ctx context.Context, c toolCall) (context.Context, trace.Span) {
+	ctx, span := telemetry.StartChild(ctx, tracerName, "execute_tool "+c.Name, trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("gen_ai.operation.name", "execute_tool"),
+			attribute.String("gen_ai.tool.name", c.Name), attribute.String("gen_ai.tool.call.id", c.ID))
+	}
+	return ctx, span
+}
+
+// settle settles the call the turn paused on with the user's answer.
+func (t *turn) settle(ctx context.Context, st pauseState, r *processor.Resume) (*processor.Output, error) {
 	c := st.Pending.Call
+	ctx, span := toolSpan(ctx, c)
+	if span.IsRecording() {
+		defer span.End()
+	}
 	args, _ := arguments(c.Arguments) // checked before the pause
 	switch st.Pending.Kind {
 	case pendingAskUser:
@@ -528,7 +606,7 @@ func (t *turn) resume(ctx context.Context, st pauseState, r *processor.Resume) (
 			return out, err
 		}
 	}
-	return t.runCalls(ctx, st.Queue)
+	return nil, nil
 }
 
 var answerStatus = map[elicit.Action]string{

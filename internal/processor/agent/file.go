@@ -22,6 +22,7 @@ import (
 //	    api_key_env: SUPPORT_API_KEY         # the variable holding the key, if any
 //	    system_prompt: You are a helpful support agent.
 //	    max_steps: 8                         # model calls per turn
+//	    max_tokens_per_turn: 20000           # optional: input+output tokens per turn
 //	    history_window: 20                   # messages the model sees
 //	    temperature: 0.2                     # optional
 //	    tools:
@@ -299,6 +300,12 @@ func (p *fileParser) agentField(a *FileAgent, key string, v *yaml.Node, field st
 			p.errorf(v, field, "must be at least 1")
 		} else {
 			a.Config.MaxSteps = n
+		}
+	case "max_tokens_per_turn":
+		if n, ok := p.int(v, field); ok && n < 0 {
+			p.errorf(v, field, "must not be negative")
+		} else {
+			a.Config.MaxTokensPerTurn = int64(n)
 		}
 	case "history_window":
 		if n, ok := p.int(v, field); ok && n < 0 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 
 	"chatd/internal/api"
 	"chatd/internal/openapitest"
@@ -61,7 +62,12 @@ type modelRequest struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	Authorization string `json:"-"`
+	// Traceparent is the request's W3C trace context header.
+	Traceparent string `json:"-"`
 }
 
 func newFakeModel(tb testing.TB, script ...reply) *fakeModel {
@@ -89,6 +95,7 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Authorization = r.Header.Get("Authorization")
+	req.Traceparent = r.Header.Get("Traceparent")
 	m.mu.Lock()
 	m.requests = append(m.requests, req)
 	var rep reply
@@ -398,5 +405,6 @@ func (e *eventReader) all(tb testing.TB) []sseEvent {
 func newHandler(st api.Store, reg *processor.Registry, cfg turn.Config) http.Handler {
 	metrics := api.NewMetrics()
 	engine := turn.New(turn.Deps{Store: st, Processors: reg, Observer: metrics, Config: cfg})
-	return api.NewServer(api.Deps{Store: st, Engine: engine, Processors: reg, Auth: api.AnonymousAuth{}, Metrics: metrics, Config: api.DefaultConfig})
+	return api.NewServer(api.Deps{Store: st, Engine: engine, Processors: reg, Auth: api.AnonymousAuth{}, Metrics: metrics, Config: api.DefaultConfig,
+		TracerProvider: otel.GetTracerProvider()})
 }

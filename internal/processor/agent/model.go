@@ -13,8 +13,13 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	segjson "github.com/segmentio/encoding/json"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"chatd/internal/processor"
+	"chatd/internal/telemetry"
 )
 
 // maxRetries is how often a failed model request is retried (429, 5xx,
@@ -32,9 +37,10 @@ const maxRetries = 2
 // shape.
 type chatModel struct {
 	client openai.Client
-	// head is the request's JSON up to its messages: model, stream and
-	// temperature never change.
-	head []byte
+	// head is the request's JSON up to its messages: model, stream,
+	// stream_options and temperature never change.
+	head  []byte
+	model string
 }
 
 func newChatModel(cfg Config) chatModel {
@@ -49,18 +55,30 @@ func newChatModel(cfg Config) chatModel {
 	if httpClient == nil {
 		httpClient = defaultHTTPClient()
 	}
-	opts = append(opts, option.WithHTTPClient(httpClient))
+	opts = append(opts, option.WithHTTPClient(httpClient), option.WithMiddleware(injectTrace))
 	// A Client value, not openai.NewClient: NewClient would also read
 	// OPENAI_* variables from the environment, and an agent is configured
 	// by chatd's configuration only.
+	// include_usage asks for a last chunk with the call's token counts.
+	type streamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
 	head := struct {
-		Model       string   `json:"model"`
-		Stream      bool     `json:"stream"`
-		Temperature *float64 `json:"temperature,omitempty"`
-	}{cfg.Model, true, cfg.Temperature}
+		Model         string        `json:"model"`
+		Stream        bool          `json:"stream"`
+		StreamOptions streamOptions `json:"stream_options"`
+		Temperature   *float64      `json:"temperature,omitempty"`
+	}{cfg.Model, true, streamOptions{true}, cfg.Temperature}
 	// Strings and a number always encode.
 	data, _ := json.Marshal(head)
-	return chatModel{client: openai.Client{Options: opts}, head: data[:len(data)-1]}
+	return chatModel{client: openai.Client{Options: opts}, head: data[:len(data)-1], model: cfg.Model}
+}
+
+// injectTrace sends the model call's trace context (traceparent) with the
+// request, so a model server that traces continues chatd's trace.
+func injectTrace(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	propagation.TraceContext{}.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
+	return next(req)
 }
 
 // request encodes the Chat Completions request: {model, stream,
@@ -138,6 +156,12 @@ type wireChunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
+	// Usage is on the last chunk when the request asked for it, and on no
+	// chunk from a server that does not report usage.
+	Usage *struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
 }
 
 // wireCallDelta is a piece of a streamed tool call.
@@ -152,14 +176,27 @@ type wireCallDelta struct {
 type modelReply struct {
 	text  string
 	calls []toolCall
+	// finishReasons are the choice's finish reasons (one, from every
+	// server chatd knows).
+	finishReasons []string
+	// usage is the call's token counts; nil when the model reported none.
+	usage *tokenUsage
 }
+
+// tokenUsage is the tokens of one model call.
+type tokenUsage struct{ input, output int64 }
 
 // stream calls the model with the system prompt (its message's JSON, or
 // nil), the conversation and tools (the request's tools array, or nil), passing each piece of text to onText as it
 // arrives, and returns the whole reply. Errors are *processor.Error naming
 // what the model did, or ctx's error.
 func (m chatModel) stream(ctx context.Context, system []byte, conv []message, tools json.RawMessage,
-	onText func(string)) (modelReply, error) {
+	onText func(string)) (reply modelReply, err error) {
+	ctx, span := telemetry.StartChild(ctx, tracerName, "chat "+m.model, trace.SpanKindClient)
+	if span.IsRecording() {
+		span.SetAttributes(operationChat, providerOpenAI, attribute.String("gen_ai.request.model", m.model))
+		defer func() { endModelSpan(span, reply, err) }()
+	}
 	events, err := m.open(ctx, system, conv, tools)
 	if err != nil {
 		return modelReply{}, err
@@ -188,7 +225,32 @@ func (m chatModel) stream(ctx context.Context, system []byte, conv []message, to
 		return modelReply{}, &processor.Error{Detail: "the model's stream ended before its answer was complete",
 			Err: errors.New("stream ended without a finish_reason")}
 	}
-	return modelReply{text: r.text.String(), calls: r.calls.calls()}, nil
+	return modelReply{text: r.text.String(), calls: r.calls.calls(), usage: r.usage, finishReasons: r.finishReasons}, nil
+}
+
+// tracerName names the agent's spans.
+const tracerName = "chatd/internal/processor/agent"
+
+// The GenAI attributes every model span has: chatd speaks the OpenAI Chat
+// Completions API, whichever server answers it.
+var (
+	operationChat  = attribute.String("gen_ai.operation.name", "chat")
+	providerOpenAI = attribute.String("gen_ai.provider.name", "openai")
+)
+
+// endModelSpan records a model call's outcome on its span.
+func endModelSpan(span trace.Span, reply modelReply, err error) {
+	defer span.End()
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "model call failed")
+		return
+	}
+	if reply.usage != nil {
+		span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", reply.usage.input),
+			attribute.Int64("gen_ai.usage.output_tokens", reply.usage.output))
+	}
+	span.SetAttributes(attribute.StringSlice("gen_ai.response.finish_reasons", reply.finishReasons))
 }
 
 // open sends the model its request and returns the stream of its answer.
@@ -215,6 +277,9 @@ type replyReader struct {
 	text     strings.Builder
 	calls    callAccumulator
 	finished bool
+	usage    *tokenUsage
+	// finishReasons are the reasons the choice ended with, in order.
+	finishReasons []string
 }
 
 // read takes one chunk of the stream, handing its text to onText.
@@ -244,7 +309,11 @@ func (r *replyReader) read(event ssestream.Event, onText func(string)) error {
 		}
 		if choice.FinishReason != nil && *choice.FinishReason != "" {
 			r.finished = true
+			r.finishReasons = append(r.finishReasons, *choice.FinishReason)
 		}
+	}
+	if u := chunk.Usage; u != nil {
+		r.usage = &tokenUsage{input: u.PromptTokens, output: u.CompletionTokens}
 	}
 	return nil
 }

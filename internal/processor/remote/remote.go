@@ -10,9 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/http/httpguts"
 
 	"chatd/internal/processor"
+	"chatd/internal/telemetry"
 )
 
 // Config is one remote processor.
@@ -118,6 +123,9 @@ func (p *Processor) Describe() string {
 	return "A remote processor answering over HTTP."
 }
 
+// tracerName names the spans of remote processor calls.
+const tracerName = "chatd/internal/processor/remote"
+
 // errTimeout is the cause of a request that outlived the processor's own
 // timeout, told apart from the turn's deadline, whose failure the turn
 // reports itself.
@@ -140,13 +148,25 @@ func (p *Processor) Process(ctx context.Context, in processor.Input, emit proces
 		return processor.Output{}, fmt.Errorf("remote: %w", err)
 	}
 	p.setHeaders(req, in.TurnID, body)
+	reqCtx, span := telemetry.StartChild(reqCtx, tracerName, "POST "+p.cfg.Name, trace.SpanKindClient)
+	if span.IsRecording() {
+		defer span.End()
+		span.SetAttributes(attribute.String("chatd.processor", p.cfg.Name), attribute.String("http.request.method", http.MethodPost),
+			attribute.String("server.address", req.URL.Host))
+		req = req.WithContext(reqCtx)
+	}
+	propagation.TraceContext{}.Inject(reqCtx, propagation.HeaderCarrier(req.Header))
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return processor.Output{}, p.failure(ctx, reqCtx, &processor.Error{Detail: "the remote processor could not be reached", Err: err})
 	}
 	defer resp.Body.Close()
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+	}
 	out, err := readAnswer(resp, emit)
 	if err != nil {
+		span.SetStatus(codes.Error, "remote processor failed")
 		return processor.Output{}, p.failure(ctx, reqCtx, err)
 	}
 	return out, nil
