@@ -113,28 +113,7 @@ func (t *Turn) run(ctx context.Context) {
 	if t.stream {
 		deltas.ready = make(chan struct{}, 1)
 	}
-	emit := func(d processor.Delta) {
-		if !t.stream {
-			// A turn answered as one body has no use for deltas: they are
-			// neither numbered nor logged, so its log has no gaps. Their
-			// text is kept for a stop.
-			seq.keep(d.Text)
-			return
-		}
-		if d.Text == "" && len(d.Meta) == 0 {
-			return
-		}
-		data, err := blocks.Marshal(Delta{Text: d.Text, Meta: d.Meta})
-		if err != nil {
-			return
-		}
-		seq.emit(func(id int) {
-			ev := Event{ID: id, Kind: EventDelta, Delta: Delta{Text: d.Text, Meta: d.Meta}, data: data}
-			seq.text.WriteString(d.Text)
-			rec.add(ev)
-			deltas.push(ev)
-		})
-	}
+	emit := t.emitter(rec)
 
 	output, err := t.invoke(leaseCtx, emit, deltas, out)
 	if err == nil && output.Usage != nil {
@@ -184,6 +163,34 @@ func endSpan(span trace.Span, last Event) {
 	span.SetAttributes(attribute.String("chatd.turn.status", status))
 	if last.Failure != nil {
 		span.SetStatus(codes.Error, last.Failure.Detail)
+	}
+}
+
+// emitter is the Emit a turn's processor streams through: each delta of a
+// streamed turn is numbered, logged and queued for the consumer; a turn
+// answered as one body has no use for deltas, so they are neither numbered
+// nor logged (its log has no gaps), and only their text is kept, for a
+// stop.
+func (t *Turn) emitter(rec *recorder) processor.Emit {
+	seq, deltas := &t.seq, &t.deltas
+	return func(d processor.Delta) {
+		if !t.stream {
+			seq.keep(d.Text)
+			return
+		}
+		if d.Text == "" && len(d.Meta) == 0 {
+			return
+		}
+		data, err := blocks.Marshal(Delta{Text: d.Text, Meta: d.Meta})
+		if err != nil {
+			return
+		}
+		seq.emit(func(id int) {
+			ev := Event{ID: id, Kind: EventDelta, Delta: Delta{Text: d.Text, Meta: d.Meta}, data: data}
+			seq.text.WriteString(d.Text)
+			rec.add(ev)
+			deltas.push(ev)
+		})
 	}
 }
 
