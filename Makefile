@@ -60,4 +60,5 @@ fuzz:
 # Regenerate the README's screenshots of the chat page from the browser test.
 screenshots:
 	bash scripts/ensure-chromium.sh
-	CHATD_SCREENSHOTS=1 go test -count=1 -run '^TestDemoConversation$$' ./internal/ui
+	bash scripts/ensure-node-deps.sh
+	CHATD_SCREENSHOTS=1 go test -count=1 -run '^(TestDemoConversation|TestDeepChat)$$' ./internal/ui

@@ -259,6 +259,7 @@ func TestDeepChat(t *testing.T) {
 	s.open(t, thread)
 	s.tab.waitJS(t, "the history", inChat(fmt.Sprintf(`chat.getMessages().length === %d`, s.historyLen(t, thread))))
 	assert.Positive(t, eval[int](t, s.tab, inChat(`root.querySelectorAll(".chatd-entity").length`)), "the card again")
+	s.tab.screenshot(t, "deep-chat.png")
 	s.tab.checkQuiet(t)
 
 	// A message while a question is pending is refused, and the element
