@@ -268,6 +268,32 @@ func TestRunFailsOnBadConfiguration(t *testing.T) {
 	}
 }
 
+// TestRunRedactsTheRedisPassword: a malformed CHATD_REDIS_URL is reported
+// with its password replaced, however the URL is wrong, and nothing chatd
+// logs carries it.
+func TestRunRedactsTheRedisPassword(t *testing.T) {
+	for _, u := range []string{
+		"redis://user:s3cret-pw@127.0.0.1:notaport",
+		"redis://:s3cret-pw@[::1",
+		"redis://us%zzer:s3cret-pw@127.0.0.1",
+		"redis://:s3cret-pw@127.0.0.1:6379/x",
+		"redis://:s3cret-pw@h1:1,h2:2?foo=bar",
+		`redis://:s3cret-pw"\@127.0.0.1:notaport`,
+	} {
+		t.Run(u, func(t *testing.T) {
+			t.Setenv("CHATD_ADDR", freeAddr(t))
+			t.Setenv("CHATD_REDIS_URL", u)
+			var logs syncBuffer
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := run(ctx, &logs)
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "s3cret-pw")
+			assert.NotContains(t, logs.String(), "s3cret-pw")
+		})
+	}
+}
+
 // TestShutdownLetsRunningStreamsFinish stops chatd while a streamed turn is
 // mid-way: the stream still ends with turn.completed (sent only once the
 // turn is committed), and run returns cleanly.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"chatd/internal/ratelimit"
 )
@@ -142,6 +143,11 @@ func (h HeaderAuth) Challenge() string { return "" }
 func validPrincipal(p string) error {
 	if p == "" || len(p) > 256 {
 		return errors.New("principal must be 1 to 256 bytes")
+	}
+	if !utf8.ValidString(p) {
+		// Two different invalid byte strings would read (and log) as the
+		// same principal.
+		return errors.New("principal must be UTF-8")
 	}
 	for _, r := range p {
 		if !unicode.IsPrint(r) || r == ' ' {

@@ -62,6 +62,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty boo
 		return nil, fmt.Errorf("reading the request body: %w: %w", errClientGone, err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 && allowEmpty {
+		// A body-less request needs no content type; one that names a
+		// type must name JSON, so a cross-site form or text/plain post (a
+		// browser's simple request) is refused like any other non-JSON.
+		if r.Header.Get("Content-Type") != "" {
+			if err := requireJSON(r); err != nil {
+				return nil, err
+			}
+		}
 		return nil, nil
 	}
 	if err := requireJSON(r); err != nil {

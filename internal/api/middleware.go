@@ -85,6 +85,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			id = uuid.NewString()
 		}
 		w.Header().Set("X-Request-ID", id)
+		// Every answer is what its Content-Type says, never sniffed into
+		// something a browser would run.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		info := &requestInfo{id: id}
 		// The span is named when the route is known, after routing; a
 		// traceparent from the caller makes it part of the caller's trace.

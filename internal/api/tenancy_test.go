@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -149,4 +150,66 @@ func TestAPIKeyRotationAndConflicts(t *testing.T) {
 
 	_, err = api.NewAPIKeyAuth([]api.APIKey{{Principal: "alice", Key: "same"}, {Principal: "bob", Key: "same"}})
 	assert.ErrorContains(t, err, "the same api key is given to alice and bob")
+}
+
+// TestHeaderPrincipalMustBeUTF8: two principals that differ only in bytes
+// that are not UTF-8 would read, and log, as one: such a header is 401.
+func TestHeaderPrincipalMustBeUTF8(t *testing.T) {
+	ts := newTestServer(t)
+	for _, p := range []string{"alice\xff", "alice\xfe", "\xc3"} {
+		req, err := http.NewRequest(http.MethodGet, ts.URL+"/v1/threads", nil)
+		require.NoError(t, err)
+		req.Header[principalHeader] = []string{p}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%q", p)
+	}
+	mustStatus(t, ts.do(t, testRequest{method: http.MethodGet, path: "/v1/threads", as: "ana\u00efs"}), http.StatusOK)
+}
+
+// TestBodylessCreateContentType: a thread is created from an empty body
+// with no content type, or a JSON one; a body-less request that names
+// another type (a browser's cross-site simple request) is 415 and creates
+// nothing.
+func TestBodylessCreateContentType(t *testing.T) {
+	ts := newTestServer(t)
+	for _, tc := range []struct {
+		contentType string
+		status      int
+	}{
+		{"", http.StatusCreated},
+		{"application/json", http.StatusCreated},
+		{"text/plain", http.StatusUnsupportedMediaType},
+		{"application/x-www-form-urlencoded", http.StatusUnsupportedMediaType},
+		{"multipart/form-data; boundary=x", http.StatusUnsupportedMediaType},
+	} {
+		req := testRequest{method: http.MethodPost, path: "/v1/threads", as: bob, contentType: tc.contentType, noContentType: tc.contentType == ""}
+		assert.Equal(t, tc.status, ts.do(t, req).Status, "%q", tc.contentType)
+	}
+	list := mustDecode[struct {
+		Threads []json.RawMessage `json:"threads"`
+	}](t, ts.do(t, testRequest{method: http.MethodGet, path: "/v1/threads", as: bob}).Body)
+	assert.Len(t, list.Threads, 2)
+}
+
+// TestEveryResponseIsNosniff: no answer of chatd's is left for a browser
+// to sniff into another type.
+func TestEveryResponseIsNosniff(t *testing.T) {
+	ts := newTestServer(t)
+	thread := ts.mustCreateThread(t, alice, "echo")
+	for _, r := range []testRequest{
+		{method: http.MethodGet, path: "/v1/threads/" + thread, as: alice},
+		{method: http.MethodGet, path: "/v1/threads/" + thread, as: bob},
+		{method: http.MethodGet, path: "/v1/nope", as: alice},
+		{method: http.MethodGet, path: "/healthz"},
+		{method: http.MethodGet, path: "/metrics"},
+		{method: http.MethodGet, path: "/openapi.yaml"},
+		{method: http.MethodPost, path: turnPath(thread), as: alice, body: []byte(`{"message":"hi"}`)},
+	} {
+		resp := ts.do(t, r)
+		assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), "%s %s → %d", r.method, r.path, resp.Status)
+	}
+	stream := ts.streamTurn(t, alice, thread, "hi")
+	assert.Equal(t, "nosniff", stream.resp.Header.Get("X-Content-Type-Options"))
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,7 +45,7 @@ func NewRedis(client redis.UniversalClient, opts Options) *Redis {
 func OpenRedis(rawURL string, opts Options) (*Redis, error) {
 	client, err := newRedisClient(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("store: redis url: %w", err)
+		return nil, fmt.Errorf("store: redis url: %s", redactPassword(rawURL, err.Error()))
 	}
 	if opts.Trace {
 		client.AddHook(traceHook{})
@@ -99,6 +100,32 @@ func newRedisClient(rawURL string) (redis.UniversalClient, error) {
 		}
 		return redis.NewClient(o), nil
 	}
+}
+
+// redactPassword replaces the password of rawURL wherever msg quotes it (a
+// parse error quotes the whole URL): an error about the URL is logged, and
+// the password must not be.
+func redactPassword(rawURL, msg string) string {
+	_, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return msg
+	}
+	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+		rest = rest[:end]
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return msg
+	}
+	_, password, ok := strings.Cut(rest[:at], ":")
+	if !ok || password == "" {
+		return msg
+	}
+	quoted := strconv.Quote(password)
+	for _, p := range []string{":" + password + "@", ":" + quoted[1:len(quoted)-1] + "@"} {
+		msg = strings.ReplaceAll(msg, p, ":xxxxx@")
+	}
+	return msg
 }
 
 // splitHosts rewrites "redis://a:1,b:2,c:3/0?x" as
