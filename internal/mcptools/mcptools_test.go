@@ -3,7 +3,9 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -259,4 +261,27 @@ func TestElicitationHeldInProcess(t *testing.T) {
 	res := mustCall(t, tool, &agent.ToolResume{Request: paused.Pause.Request, Result: elicit.Result{Action: elicit.Decline}, State: paused.Pause.State})
 	require.Len(t, res.Content, 1)
 	assert.Contains(t, res.Content[0].Text(), `"action":"decline"`)
+}
+
+// TestStdioServersGetAMinimalEnvironment: a stdio server (a real child
+// process) sees the base environment and its own env, never chatd's keys
+// or settings, unless its entry says inherit_env.
+func TestStdioServersGetAMinimalEnvironment(t *testing.T) {
+	t.Setenv("CHATD_API_KEYS", "alice:tenant-secret")
+	t.Setenv("CHATD_REDIS_URL", "redis://:redis-secret@127.0.0.1:6379")
+	t.Setenv("SOME_OTHER_KEY", "other-secret")
+	for _, inherit := range []bool{false, true} {
+		cfg, _ := serverConfig(t, "srv", agent.TransportStdio, gen2025, nil)
+		cfg.Env["SERVER_OWN"] = "its-own"
+		cfg.InheritEnv = inherit
+		m := newTestManager(t, []agent.MCPServer{cfg}, mcptools.Options{})
+		res := mustCall(t, mustTools(t, m.Server("srv"))["srv__environment"], nil)
+		require.Len(t, res.Content, 1)
+		env := res.Content[0].Text()
+		assert.Contains(t, env, "SERVER_OWN=its-own")
+		assert.Contains(t, env, "PATH="+os.Getenv("PATH"))
+		for _, secret := range []string{"tenant-secret", "redis-secret", "other-secret"} {
+			assert.Equal(t, inherit, strings.Contains(env, secret), "inherit_env %t: %s", inherit, secret)
+		}
+	}
 }

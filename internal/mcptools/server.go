@@ -173,21 +173,43 @@ func (m *Manager) newServer(cfg agent.MCPServer) *Server {
 	return s
 }
 
+// baseEnv is what a stdio server gets of chatd's environment unless it
+// inherits all of it: enough to find programs and write temporary files.
+var baseEnv = []string{"PATH", "HOME", "LANG", "TMPDIR"}
+
+// stdioEnv is a stdio server's environment: the base (or, with
+// InheritEnv, chatd's whole environment), then the server's own env. A
+// server is a program of someone else's: chatd's keys and CHATD_* settings
+// (every tenant's API keys, the Redis password) are not its to read.
+func stdioEnv(cfg agent.MCPServer) []string {
+	var env []string
+	if cfg.InheritEnv {
+		env = os.Environ()
+	} else {
+		for _, k := range baseEnv {
+			if v, ok := os.LookupEnv(k); ok {
+				env = append(env, k+"="+v)
+			}
+		}
+	}
+	keys := make([]string, 0, len(cfg.Env))
+	for k := range cfg.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+cfg.Env[k])
+	}
+	return env
+}
+
 // connect opens a new session.
 func (s *Server) connect(ctx context.Context) (*session, error) {
 	var t mcp.Transport
 	switch s.cfg.Transport {
 	case agent.TransportStdio:
 		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
-		cmd.Env = os.Environ()
-		keys := make([]string, 0, len(s.cfg.Env))
-		for k := range s.cfg.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			cmd.Env = append(cmd.Env, k+"="+s.cfg.Env[k])
-		}
+		cmd.Env = stdioEnv(s.cfg)
 		t = &captureTransport{inner: &mcp.CommandTransport{Command: cmd}, cap: s.cap}
 	case agent.TransportStreamableHTTP:
 		base := http.DefaultTransport

@@ -196,6 +196,10 @@ func newTestServer(version string, got *answers) *mcp.Server {
 	srv.AddTool(&mcp.Tool{Name: "bad_ask", Description: "Asks something chatd does not allow", InputSchema: object},
 		// A message beyond chatd's 4,096 characters: go-sdk would send it.
 		askTool(&mcp.ElicitParams{Message: strings.Repeat("Why? ", 1000), RequestedSchema: nameSchema}, got))
+	srv.AddTool(&mcp.Tool{Name: "environment", Description: "Lists the variables it runs with", InputSchema: object},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil
+		})
 	srv.AddTool(&mcp.Tool{Name: "url_ask", Description: "Sends the user to a page", InputSchema: object},
 		askTool(&mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: "https://example.com/login", ElicitationID: "e1"}, got))
 	return srv

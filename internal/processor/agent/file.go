@@ -77,6 +77,10 @@ type MCPServer struct {
 	Command   string
 	Args      []string
 	Env       map[string]string
+	// InheritEnv gives a stdio server chatd's whole environment; without
+	// it the server gets only Env and a minimal base (PATH, HOME, LANG,
+	// TMPDIR), never chatd's keys or CHATD_* settings.
+	InheritEnv bool
 	// Allow are globs over the server's tool names (without the server
 	// prefix); empty allows every tool.
 	Allow []string
@@ -382,6 +386,8 @@ func (p *fileParser) server(n *yaml.Node, field string) MCPServer {
 			s.Args = p.strs(v, field)
 		case "env":
 			s.Env = p.strMap(v, field)
+		case "inherit_env":
+			s.InheritEnv = p.bool(v, field)
 		case "allow":
 			s.Allow = p.globs(v, field)
 		default:
@@ -403,7 +409,7 @@ func (p *fileParser) server(n *yaml.Node, field string) MCPServer {
 // something to ignore.
 func (p *fileParser) checkTransport(n *yaml.Node, field, transport string, transportNode *yaml.Node, set map[string]*yaml.Node) {
 	only := map[string][]string{
-		TransportStdio:          {"command", "args", "env"},
+		TransportStdio:          {"command", "args", "env", "inherit_env"},
 		TransportStreamableHTTP: {"url", "headers"},
 	}
 	required := map[string]string{TransportStdio: "command", TransportStreamableHTTP: "url"}
