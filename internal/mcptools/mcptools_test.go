@@ -68,7 +68,7 @@ func TestToolsAndBlocks(t *testing.T) {
 			cfg, _ := serverConfig(t, "srv", tc.transport, tc.version, nil)
 			m := newTestManager(t, []agent.MCPServer{cfg}, mcptools.Options{})
 			tools := mustTools(t, m.Server("srv"))
-			assert.Equal(t, []string{"srv__ask", "srv__bad_ask", "srv__content", "srv__delete_all", "srv__fail", "srv__peek", "srv__url_ask"}, names(tools))
+			assert.Equal(t, []string{"srv__ask", "srv__bad_ask", "srv__content", "srv__delete_all", "srv__environment", "srv__fail", "srv__peek", "srv__url_ask"}, names(tools))
 			assert.True(t, tools["srv__delete_all"].Definition().Destructive, "destructiveHint: true")
 			assert.False(t, tools["srv__peek"].Definition().Destructive, "readOnlyHint wins over destructiveHint")
 			assert.False(t, tools["srv__content"].Definition().Destructive, "no annotations: not confirmed")

@@ -3,9 +3,11 @@ package agent_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,10 +46,9 @@ func TestStopAbortsTheModelCall(t *testing.T) {
 	hang.chunks = hang.chunks[:2]
 	hang.hang = true
 	m.fallback = &hang
-	started, closed := make(chan struct{}), make(chan struct{})
+	closed := make(chan struct{})
 	handler := m.Config.Handler
 	m.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(started)
 		handler.ServeHTTP(w, r)
 		if r.Context().Err() != nil {
 			close(closed)
@@ -55,7 +56,24 @@ func TestStopAbortsTheModelCall(t *testing.T) {
 	})
 	c := newMemoryChatd(t, mustAgent(t, agentConfig(m)))
 	thread := c.mustThread(t)
-	res := stopWhenRunning(t, c, thread, "hi", started)
+	// Stopped once the model's text has reached the client, so the reply
+	// has something to keep whatever the machine's pace.
+	events := c.stream(t, context.Background(), thread, "hi")
+	for {
+		ev, err := events.next()
+		require.NoError(t, err)
+		if ev.name == "text.delta" && strings.Contains(string(ev.data), "Hel") {
+			break
+		}
+	}
+	status, body := c.do(t, http.MethodPost, "/v1/threads/"+thread+"/cancel", nil)
+	require.Equal(t, http.StatusAccepted, status, "%s", body)
+	var res turnResult
+	for _, ev := range events.all(t) {
+		if ev.name == "turn.completed" {
+			require.NoError(t, json.Unmarshal(ev.data, &res))
+		}
+	}
 	assert.Equal(t, "stopped", res.Status)
 	assert.Equal(t, "Hel", res.Message.Text)
 	assert.Equal(t, true, res.Message.Meta["drupal.org/ai.stopped"])
