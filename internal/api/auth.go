@@ -168,15 +168,23 @@ func principalFrom(ctx context.Context) string {
 	return p
 }
 
+// The rate limits' keys say what they count, so a principal named like an
+// address ("127.0.0.1") and that address never share a counter: the two
+// limiters may count on one store.
+const (
+	principalRateKey = "principal:"
+	addressRateKey   = "address:"
+)
+
 // authenticate resolves the principal for /v1 routes and applies the rate
 // limits: failed authentications per client address (an address past its
 // limit is refused before its credentials are even checked, so keys cannot
 // be guessed at speed), then requests per principal.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		addr := s.clientAddr(r)
+		addrKey := addressRateKey + s.clientAddr(r)
 		if s.authFailLimit.Enabled() {
-			if d, blocked := s.authFailLimit.Blocked(addr); blocked {
+			if d, blocked := s.authFailLimit.Blocked(addrKey); blocked {
 				s.holdRefusal(r)
 				s.writeError(w, r, rateLimited(w, d, "too many failed authentications from this address"))
 				return
@@ -185,7 +193,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		principal, err := s.auth.Authenticate(r)
 		if err != nil {
 			if s.authFailLimit.Enabled() {
-				d := s.authFailLimit.Allow(r.Context(), addr)
+				d := s.authFailLimit.Allow(r.Context(), addrKey)
 				setRateHeaders(w, d)
 				if !d.Allowed {
 					s.holdRefusal(r)
@@ -199,7 +207,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			info.principal = principal
 		}
 		if s.rateLimit.Enabled() {
-			d := s.rateLimit.Allow(r.Context(), principal)
+			d := s.rateLimit.Allow(r.Context(), principalRateKey+principal)
 			setRateHeaders(w, d)
 			if !d.Allowed {
 				s.holdRefusal(r)

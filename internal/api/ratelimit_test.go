@@ -193,3 +193,23 @@ func TestRateLimitShared(t *testing.T) {
 	assert.LessOrEqual(t, admitted, 40)
 	assert.GreaterOrEqual(t, admitted, 40-2*2)
 }
+
+// TestRateLimitKeysDoNotCollide: a principal's request counts and a client
+// address's failed authentications share one Redis counter but not its
+// keys: a principal named like an address cannot spend that address's
+// allowance of failures, nor the other way round.
+func TestRateLimitKeysDoNotCollide(t *testing.T) {
+	t.Parallel()
+	st := newTestRedisStore(t, redistest.Start(t))
+	counter := st.(*store.Redis).RateCounter()
+	ts := newTestServer(t, withStore(st), withConfig(func(c *api.Config) { c.RefusalDelay = -1 }), withDeps(func(d *api.Deps) {
+		d.RateLimit = ratelimit.New(ratelimit.Rate{N: 1000, Per: time.Hour}, counter, nil)
+		d.AuthFailLimit = ratelimit.New(ratelimit.Rate{N: 3, Per: time.Hour}, counter, nil)
+	}))
+	// The principal's first request reserves a block of its allowance on
+	// its key: 50 requests counted.
+	mustStatus(t, ts.do(t, testRequest{method: http.MethodGet, path: "/v1/processors", as: "127.0.0.1"}), http.StatusOK)
+	// A failed authentication from 127.0.0.1 is the first of the address's.
+	mustProblem(t, ts.do(t, testRequest{method: http.MethodGet, path: "/v1/processors", as: nobody}), http.StatusUnauthorized, "unauthorized")
+	mustStatus(t, ts.do(t, testRequest{method: http.MethodGet, path: "/v1/processors", as: bob}), http.StatusOK)
+}
