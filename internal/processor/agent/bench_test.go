@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bufio"
 	"bytes"
+	"chatd/internal/streamtest"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,7 +54,7 @@ func instantModel(tb testing.TB, reply string, onFirst func(time.Time)) *httptes
 func inProcessModel(reply string) *http.Client {
 	first, rest := instantStream(reply)
 	whole := append(first, rest...)
-	return &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+	return &http.Client{Transport: streamtest.RoundTripper(func(r *http.Request) (*http.Response, error) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_ = r.Body.Close()
 		return &http.Response{
@@ -64,10 +65,6 @@ func inProcessModel(reply string) *http.Client {
 		}, nil
 	})}
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // instantStream is a streamed reply in chunks of four words: the first chunk
 // and the rest ([DONE] included).
@@ -120,29 +117,6 @@ func benchThread(b *testing.B, client *http.Client, base, proc string) string {
 	return th.ID
 }
 
-// firstData posts req and returns when the first SSE data line containing
-// marker has been read, then drains the stream.
-func firstData(b *testing.B, client *http.Client, req *http.Request, marker string) time.Time {
-	b.Helper()
-	resp, err := client.Do(req)
-	require.NoError(b, err)
-	defer resp.Body.Close()
-	require.Equal(b, http.StatusOK, resp.StatusCode)
-	r := bufio.NewReader(resp.Body)
-	var at time.Time
-	for {
-		line, err := r.ReadSlice('\n')
-		if at.IsZero() && bytes.HasPrefix(line, []byte("data: ")) && bytes.Contains(line, []byte(marker)) {
-			at = time.Now()
-		}
-		if err != nil {
-			break
-		}
-	}
-	require.False(b, at.IsZero(), "no data line with %q", marker)
-	return at
-}
-
 // BenchmarkFirstDelta measures, per streamed turn, the time from the model
 // writing its first text chunk to the client reading the first text.delta,
 // through chatd and through a bare relay that copies the model's stream to
@@ -188,31 +162,20 @@ func BenchmarkFirstDelta(b *testing.B) {
 		req, _ := http.NewRequest(http.MethodPost, c.URL+"/v1/threads/"+thread+"/turns", strings.NewReader(`{"message":"count to twenty"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "text/event-stream")
-		got := firstData(b, client, req, `"delta":"one `)
+		got := streamtest.FirstData(b, client, req, `"delta":"one `)
 		viaChatd = append(viaChatd, got.Sub(<-firsts))
 
 		req, _ = http.NewRequest(http.MethodPost, relay.URL, strings.NewReader(`{"model":"bench","messages":[]}`))
-		got = firstData(b, client, req, `"content":"one `)
+		got = streamtest.FirstData(b, client, req, `"content":"one `)
 		viaRelay = append(viaRelay, got.Sub(<-firsts))
 	}
 	b.StopTimer()
-	pc, pr := percentile(viaChatd, 50), percentile(viaRelay, 50)
-	b.ReportMetric(ms(pc), "chatd-p50-ms")
-	b.ReportMetric(ms(pr), "relay-p50-ms")
-	b.ReportMetric(ms(pc-pr), "added-p50-ms")
-	b.ReportMetric(ms(percentile(viaChatd, 90)-percentile(viaRelay, 90)), "added-p90-ms")
+	pc, pr := streamtest.Percentile(viaChatd, 50), streamtest.Percentile(viaRelay, 50)
+	b.ReportMetric(streamtest.Ms(pc), "chatd-p50-ms")
+	b.ReportMetric(streamtest.Ms(pr), "relay-p50-ms")
+	b.ReportMetric(streamtest.Ms(pc-pr), "added-p50-ms")
+	b.ReportMetric(streamtest.Ms(streamtest.Percentile(viaChatd, 90)-streamtest.Percentile(viaRelay, 90)), "added-p90-ms")
 }
-
-func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[(len(s)-1)*p/100]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // BenchmarkAgentTurnVsEcho compares the throughput of an agent turn whose
 // model answers instantly (twenty words in five chunks) with an echo turn of

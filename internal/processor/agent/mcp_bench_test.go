@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"bytes"
+	"chatd/internal/streamtest"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,7 +37,7 @@ func toolModel(tool string) *http.Client {
 	}
 	callIt := stream(toolReply("", call{"call_1", tool, `{"text":"hi"}`}))
 	answer := stream(textReply("The tool said hi."))
-	return &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+	return &http.Client{Transport: streamtest.RoundTripper(func(r *http.Request) (*http.Response, error) {
 		body, _ := io.ReadAll(r.Body)
 		_ = r.Body.Close()
 		out := callIt
@@ -115,8 +116,8 @@ func BenchmarkMCPToolTurn(b *testing.B) {
 				mcpTime += turn("mcp")
 				goTime += turn("go")
 			}
-			b.ReportMetric(ms(mcpTime)/float64(b.N), "mcp-ms/turn")
-			b.ReportMetric(ms(goTime)/float64(b.N), "go-ms/turn")
+			b.ReportMetric(streamtest.Ms(mcpTime)/float64(b.N), "mcp-ms/turn")
+			b.ReportMetric(streamtest.Ms(goTime)/float64(b.N), "go-ms/turn")
 			b.ReportMetric(float64(mcpTime)/float64(goTime), "mcp/go")
 		})
 	}

@@ -3,18 +3,16 @@ package remote_test
 import (
 	"bufio"
 	"bytes"
+	"chatd/internal/streamtest"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"chatd/internal/processor"
 	"chatd/internal/processor/remote"
@@ -76,7 +74,7 @@ func inProcessGreeter() *http.Client {
 		"_meta": map[string]any{"drupal.org/ai.suggested_replies": []string{"card 42", "form"}}})
 	stream.Write(append(result, '\n'))
 	body := stream.Bytes()
-	return &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+	return &http.Client{Transport: streamtest.RoundTripper(func(r *http.Request) (*http.Response, error) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_ = r.Body.Close()
 		return &http.Response{
@@ -87,10 +85,6 @@ func inProcessGreeter() *http.Client {
 		}, nil
 	})}
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func benchVersus(b *testing.B, c *chatd, remoteName, remoteBody, echoBody string, stream bool) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
@@ -205,19 +199,19 @@ func BenchmarkRemoteFirstDelta(b *testing.B) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set("X-Chatd-Principal", "alice")
-		got := firstData(b, client, req, `"delta":"one `)
+		got := streamtest.FirstData(b, client, req, `"delta":"one `)
 		viaChatd = append(viaChatd, got.Sub(<-firsts))
 
 		req, _ = http.NewRequest(http.MethodPost, relay.URL, strings.NewReader(`{"message":"count to twenty"}`))
-		got = firstData(b, client, req, `"delta":"one `)
+		got = streamtest.FirstData(b, client, req, `"delta":"one `)
 		viaRelay = append(viaRelay, got.Sub(<-firsts))
 	}
 	b.StopTimer()
-	pc, pr := percentile(viaChatd, 50), percentile(viaRelay, 50)
-	b.ReportMetric(ms(pc), "chatd-p50-ms")
-	b.ReportMetric(ms(pr), "relay-p50-ms")
-	b.ReportMetric(ms(pc-pr), "added-p50-ms")
-	b.ReportMetric(ms(percentile(viaChatd, 90)-percentile(viaRelay, 90)), "added-p90-ms")
+	pc, pr := streamtest.Percentile(viaChatd, 50), streamtest.Percentile(viaRelay, 50)
+	b.ReportMetric(streamtest.Ms(pc), "chatd-p50-ms")
+	b.ReportMetric(streamtest.Ms(pr), "relay-p50-ms")
+	b.ReportMetric(streamtest.Ms(pc-pr), "added-p50-ms")
+	b.ReportMetric(streamtest.Ms(streamtest.Percentile(viaChatd, 90)-streamtest.Percentile(viaRelay, 90)), "added-p90-ms")
 }
 
 // timedProcessor streams twenty words as NDJSON deltas, sending firsts
@@ -268,37 +262,3 @@ func ndjsonRelay(b *testing.B, target string) *httptest.Server {
 	b.Cleanup(srv.Close)
 	return srv
 }
-
-// firstData posts req and returns when the first SSE data line containing
-// marker has been read, then drains the stream.
-func firstData(b *testing.B, client *http.Client, req *http.Request, marker string) time.Time {
-	b.Helper()
-	resp, err := client.Do(req)
-	require.NoError(b, err)
-	defer resp.Body.Close()
-	require.Equal(b, http.StatusOK, resp.StatusCode)
-	r := bufio.NewReader(resp.Body)
-	var at time.Time
-	for {
-		line, err := r.ReadSlice('\n')
-		if at.IsZero() && bytes.HasPrefix(line, []byte("data: ")) && bytes.Contains(line, []byte(marker)) {
-			at = time.Now()
-		}
-		if err != nil {
-			break
-		}
-	}
-	require.False(b, at.IsZero(), "no data line with %q", marker)
-	return at
-}
-
-func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[(len(s)-1)*p/100]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
