@@ -143,6 +143,9 @@ func methodLabel(method string) string {
 	return "other"
 }
 
+// serverKind is built once rather than per request (an allocation each).
+var serverKind = trace.WithSpanKind(trace.SpanKindServer)
+
 // startSpan starts a request's server span, continuing the trace of a
 // caller's traceparent, and returns the request's context with it when it
 // records (the span is named when the route is known, after routing); with
@@ -153,7 +156,7 @@ func (s *Server) startSpan(r *http.Request) (context.Context, trace.Span) {
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	spanCtx, span := s.tracer.Start(propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header)),
-		r.Method, trace.WithSpanKind(trace.SpanKindServer))
+		r.Method, serverKind)
 	if !span.IsRecording() {
 		return ctx, span
 	}

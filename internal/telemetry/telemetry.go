@@ -84,5 +84,23 @@ func StartChild(ctx context.Context, tracer, name string, kind trace.SpanKind) (
 	if !parent.IsRecording() {
 		return ctx, parent
 	}
-	return parent.TracerProvider().Tracer(tracer).Start(ctx, name, trace.WithSpanKind(kind))
+	return parent.TracerProvider().Tracer(tracer).Start(ctx, name, kindOption(kind))
+}
+
+// kindOptions holds one start option per span kind, built once: a
+// trace.WithSpanKind made per span is an allocation per span.
+var kindOptions = [...]trace.SpanStartOption{
+	trace.SpanKindUnspecified: trace.WithSpanKind(trace.SpanKindUnspecified),
+	trace.SpanKindInternal:    trace.WithSpanKind(trace.SpanKindInternal),
+	trace.SpanKindServer:      trace.WithSpanKind(trace.SpanKindServer),
+	trace.SpanKindClient:      trace.WithSpanKind(trace.SpanKindClient),
+	trace.SpanKindProducer:    trace.WithSpanKind(trace.SpanKindProducer),
+	trace.SpanKindConsumer:    trace.WithSpanKind(trace.SpanKindConsumer),
+}
+
+func kindOption(kind trace.SpanKind) trace.SpanStartOption {
+	if int(kind) < len(kindOptions) {
+		return kindOptions[kind]
+	}
+	return trace.WithSpanKind(kind)
 }

@@ -94,11 +94,14 @@ func (t *Turn) run(ctx context.Context) {
 	if t.stopOnDisconnect {
 		defer context.AfterFunc(ctx, t.stopper.stop)()
 	}
-	// The span is looked up before WithoutCancel: a lookup through a
-	// WithoutCancel context allocates.
+	// A lookup through a WithoutCancel context allocates (the context is
+	// boxed on each Value call), so the span is looked up before it and,
+	// when tracing, set again above it: the store's and the processor's
+	// many span lookups then stop at the first layer.
 	ctx, span := telemetry.StartChild(ctx, tracerName, "chatd.turn", trace.SpanKindInternal)
 	ctx = context.WithoutCancel(ctx)
 	if span.IsRecording() {
+		ctx = trace.ContextWithSpan(ctx, span)
 		defer span.End()
 		span.SetAttributes(attribute.String("chatd.thread_id", thread.ID), attribute.String("chatd.turn_id", t.ref.TurnID),
 			attribute.String("chatd.processor", thread.Processor))
