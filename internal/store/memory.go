@@ -297,15 +297,11 @@ func (m *Memory) CreateThread(ctx context.Context, t Thread) error {
 	if err := m.checkRoom(); err != nil {
 		return err
 	}
-	if owned := m.owners[t.Owner]; len(owned) >= m.opts.MaxThreads {
-		// Expired threads leave the index only when touched: count the
-		// live ones.
-		for id := range owned {
-			m.live(id, now)
-		}
-		if len(m.owners[t.Owner]) >= m.opts.MaxThreads {
-			return fmt.Errorf("store: principal owns %d threads: %w", m.opts.MaxThreads, ErrQuotaExceeded)
-		}
+	// A thread that expired leaves the owner's index when touched or at the
+	// next sweep, and counts until then: checking every thread the owner
+	// has would make each refusal cost as much as the quota is large.
+	if len(m.owners[t.Owner]) >= m.opts.MaxThreads {
+		return fmt.Errorf("store: principal owns %d threads: %w", m.opts.MaxThreads, ErrQuotaExceeded)
 	}
 	th := &memThread{
 		thread:       t,
