@@ -12,11 +12,11 @@ local max_threads = ARGV[1]
 local thread_id = ARGV[2]
 local score = ARGV[3]
 local ttl_ms = ARGV[4]
-local sample = tonumber(ARGV[5])
+local sample = ARGV[5]
 
 if not redis.call('ZSCORE', index_key, thread_id) then
   if redis.call('ZCARD', index_key) >= tonumber(max_threads) then
-    local out = append_all({'FULL'}, redis.call('ZRANGE', index_key, 0, sample - 1, 'WITHSCORES'))
+    local out = append_all({'FULL'}, redis.call('ZRANGE', index_key, 0, tonumber(sample) - 1, 'WITHSCORES'))
     return append_all(out, redis.call('ZRANDMEMBER', index_key, sample, 'WITHSCORES'))
   end
   redis.call('ZADD', index_key, score, thread_id)
