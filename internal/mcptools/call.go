@@ -41,6 +41,7 @@ func (t *tool) Definition() agent.ToolDefinition { return t.def }
 
 // Call implements agent.Tool.
 func (t *tool) Call(ctx context.Context, c agent.ToolCall) (agent.ToolResult, error) {
+	ctx = withPrincipal(ctx, c.Principal)
 	if c.Resume == nil {
 		return t.s.run(ctx, t.name, c.Arguments, nil)
 	}
@@ -105,6 +106,10 @@ type call struct {
 	hold  string       // the hold ID while held
 	ask   *ask         // the question being held
 	timer interface{ Stop() bool }
+
+	// principal is whose question holds the call, counted against
+	// MaxHeldPerPrincipal.
+	principal string
 }
 
 // ask is a question the server sent inside the call, waiting for its answer.

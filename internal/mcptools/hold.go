@@ -62,11 +62,46 @@ func (m *Manager) holdState(ctx context.Context, c *call, a *ask) (json.RawMessa
 		go c.drain()
 		return nil, fmt.Errorf("%w: chatd is shutting down", errNotCompleted)
 	}
+	if c.principal == "" {
+		c.principal = principalOf(ctx)
+	}
+	if n := m.heldLocked(c.s, c.principal); n >= m.opts.MaxHeldPerPrincipal {
+		m.mu.Unlock()
+		a.answer <- &mcp.ElicitResult{Action: string(elicit.Cancel)}
+		go c.drain()
+		return nil, fmt.Errorf("%w: %d of your questions from this server already wait for an answer; answer one of them first",
+			errNotCompleted, n)
+	}
 	c.hold, c.ask = id, a
 	c.timer = time.AfterFunc(m.opts.HoldTTL, func() { m.expire(id) })
 	m.holds[id] = c
 	m.mu.Unlock()
 	return json.Marshal(toolState{Kind: kindHeld, Instance: m.instance, Hold: id})
+}
+
+// heldLocked counts the calls of server s that principal's questions hold;
+// the caller holds m.mu. Holds are few (at most MaxSessions per server).
+func (m *Manager) heldLocked(s *Server, principal string) int {
+	n := 0
+	for _, c := range m.holds {
+		if c.s == s && c.principal == principal {
+			n++
+		}
+	}
+	return n
+}
+
+// principalKey carries a call's principal from tool.Call to the hold its
+// question may make.
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+func principalOf(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
 }
 
 // take removes a hold and returns its call, or nil.

@@ -49,6 +49,15 @@ type Options struct {
 	// MaxSessions caps the MCP sessions open at once per server, each
 	// serving one call at a time (default 8).
 	MaxSessions int
+	// MaxHeldPerPrincipal caps the calls one principal's unanswered
+	// questions hold open per 2025-era server, each holding a session
+	// until answered or HoldTTL (default a quarter of MaxSessions, at
+	// least 1): one tenant cannot take every session of a server.
+	MaxHeldPerPrincipal int
+	// SessionWait is how long a call waits for a session when all are
+	// busy before it fails with a tool error saying so (default 5s), so a
+	// turn is not stalled for as long as others' questions are held.
+	SessionWait time.Duration
 	// HTTPClient makes streamable HTTP requests; nil uses
 	// http.DefaultTransport.
 	HTTPClient *http.Client
@@ -85,6 +94,12 @@ func New(servers []agent.MCPServer, opts Options) *Manager {
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 8
+	}
+	if opts.MaxHeldPerPrincipal <= 0 {
+		opts.MaxHeldPerPrincipal = max(opts.MaxSessions/4, 1)
+	}
+	if opts.SessionWait <= 0 {
+		opts.SessionWait = 5 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -249,10 +264,20 @@ func (s *Server) connect(ctx context.Context) (*session, error) {
 	return x, nil
 }
 
-// acquire returns a session for one call, opening one when all are busy.
+// errNoSession is what the model hears of a call that found every session
+// of its server busy for SessionWait.
+var errNoSession = errors.New("every session of the MCP server is busy")
+
+// acquire returns a session for one call, opening one when fewer than
+// MaxSessions are busy, and waiting at most SessionWait for one to free.
 func (s *Server) acquire(ctx context.Context) (*session, error) {
+	wait := time.NewTimer(s.m.opts.SessionWait)
+	defer wait.Stop()
 	select {
 	case s.slots <- struct{}{}:
+	case <-wait.C:
+		return nil, fmt.Errorf("mcp server %s: %w: its %d sessions serve other calls, some perhaps waiting for users' answers; try again later",
+			s.cfg.Name, errNoSession, s.m.opts.MaxSessions)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

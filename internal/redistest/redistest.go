@@ -589,3 +589,59 @@ func (b *syncBuffer) Bytes() []byte {
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
 }
+
+// Work is what a server has done since it started: the commands it ran
+// (those scripts call included, INFO not) and the bytes it sent to its
+// clients. The difference of two readings is the store work of what ran
+// between them, which tests compare instead of timing it.
+type Work struct {
+	Commands   int64
+	ReplyBytes int64
+}
+
+// Sub returns the work done between earlier and w.
+func (w Work) Sub(earlier Work) Work {
+	return Work{Commands: w.Commands - earlier.Commands, ReplyBytes: w.ReplyBytes - earlier.ReplyBytes}
+}
+
+// Work reads the server's counts of the work it has done.
+func (s *Server) Work(tb testing.TB) Work {
+	tb.Helper()
+	w, err := ReadWork(tb.Context(), s.Addr())
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	return w
+}
+
+// ReadWork reads the counts of the work done by the server at addr, from
+// INFO commandstats and stats.
+func ReadWork(ctx context.Context, addr string) (Work, error) {
+	reply, err := do(ctx, addr, "INFO", "commandstats", "stats")
+	if err != nil {
+		return Work{}, err
+	}
+	info, ok := reply.(string)
+	if !ok {
+		return Work{}, fmt.Errorf("INFO replied %T", reply)
+	}
+	var w Work
+	for _, line := range strings.Split(info, "\r\n") {
+		name, stats, ok := strings.Cut(line, ":")
+		switch {
+		case !ok:
+		case name == "total_net_output_bytes":
+			if w.ReplyBytes, err = strconv.ParseInt(stats, 10, 64); err != nil {
+				return Work{}, fmt.Errorf("INFO line %q: %w", line, err)
+			}
+		case strings.HasPrefix(name, "cmdstat_") && name != "cmdstat_info":
+			calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+			n, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil {
+				return Work{}, fmt.Errorf("INFO line %q: %w", line, err)
+			}
+			w.Commands += n
+		}
+	}
+	return w, nil
+}

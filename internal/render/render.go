@@ -15,6 +15,7 @@ import (
 	"html/template"
 	"mime"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"chatd/internal/blocks"
@@ -37,8 +38,10 @@ var (
 // Options configure a Renderer.
 type Options struct {
 	// EntityURLTemplate turns entity:<type>/<id> links into web links, such
-	// as https://site.example/{type}/{id}; {type} and {id} are replaced,
-	// path-escaped. Empty: entity links are shown as plain text.
+	// as https://site.example/{type}/{id} or
+	// https://site.example/view?type={type}&id={id}; {type} and {id} are
+	// replaced, each escaped for where it lands (see EntityURL). Empty:
+	// entity links are shown as plain text.
 	EntityURLTemplate string
 	// ImageTypes and AudioTypes replace DefaultImageTypes and
 	// DefaultAudioTypes when not nil.
@@ -68,7 +71,8 @@ func New(o Options) (*Renderer, error) {
 
 // CheckEntityURLTemplate reports whether t is usable as an entity URL
 // template: empty, or an absolute http(s) URL once {type} and {id} are
-// filled in.
+// filled in, with {id} in it and neither in its scheme or host (where no
+// escape keeps a value from choosing the site).
 func CheckEntityURLTemplate(t string) error {
 	if t == "" {
 		return nil
@@ -80,7 +84,66 @@ func CheckEntityURLTemplate(t string) error {
 	if !strings.Contains(t, "{id}") {
 		return fmt.Errorf("entity URL template %q: must contain {id}", t)
 	}
+	_, afterScheme, _ := strings.Cut(t, "://")
+	authority := afterScheme[:strings.IndexAny(afterScheme+"/", "/?#")]
+	if strings.Contains(t[:len(t)-len(afterScheme)]+authority, "{") {
+		return fmt.Errorf("entity URL template %q: {type} and {id} belong in the path or the query, not the scheme or host", t)
+	}
 	return nil
+}
+
+// EntityURL fills template with the type and id of uri, entity:<type>/<id>
+// split at the first "/", and reports false when uri names no entity or
+// one that must not be linked: a type or id that is empty, "." or "..",
+// or holds "/", "?", "#", "&", a space or a control character. The values
+// are taken as written, never percent-decoded, so "%2e%2e" is six
+// characters and not "..". Each is escaped for where it lands: in the
+// query or fragment (after the template's first "?" or "#") with
+// url.QueryEscape, in the path with url.PathEscape. internal/ui's page
+// links entities by the same rules, so both show the same URL.
+func EntityURL(template, uri string) (string, bool) {
+	typ, id, ok := parseEntityURI(uri)
+	if !ok || template == "" || !linkableEntityPart(typ) || !linkableEntityPart(id) {
+		return "", false
+	}
+	query := len(template)
+	if i := strings.IndexAny(template, "?#"); i >= 0 {
+		query = i
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range entityPlaceholder.FindAllStringSubmatchIndex(template, -1) {
+		value := id
+		if template[m[2]:m[3]] == "type" {
+			value = typ
+		}
+		escape := url.PathEscape
+		if m[0] >= query {
+			escape = url.QueryEscape
+		}
+		b.WriteString(template[last:m[0]])
+		b.WriteString(escape(value))
+		last = m[1]
+	}
+	b.WriteString(template[last:])
+	return b.String(), true
+}
+
+// entityPlaceholder matches {type} and {id} in an entity URL template.
+var entityPlaceholder = regexp.MustCompile(`\{(type|id)\}`)
+
+// linkableEntityPart reports whether an entity's type or id, as written,
+// may be put in a link: none of it can step out of its place in the URL.
+func linkableEntityPart(s string) bool {
+	if s == "" || s == "." || s == ".." {
+		return false
+	}
+	for _, c := range s {
+		if c <= ' ' || c == 0x7f || strings.ContainsRune("/?#&", c) {
+			return false
+		}
+	}
+	return true
 }
 
 func set(list, def []string) map[string]bool {
@@ -224,6 +287,7 @@ func entityRef(b blocks.ContentBlock) (blocks.EntityRef, bool) {
 	return blocks.EntityRef{EntityType: typ, ID: id}, ok
 }
 
+// parseEntityURI splits entity:<type>/<id> at the first "/".
 func parseEntityURI(uri string) (typ, id string, ok bool) {
 	rest, found := strings.CutPrefix(uri, "entity:")
 	if !found {
@@ -238,8 +302,17 @@ var ErrRefused = errors.New("render: URL scheme not allowed")
 
 // LinkURL returns the URL a link to uri may point at: uri itself for http,
 // https and mailto; for entity:<type>/<id>, the entity URL template filled
-// in; otherwise ErrRefused, and the link is shown as plain text.
+// in (see EntityURL); otherwise ErrRefused, and the link is shown as plain
+// text.
 func (r *Renderer) LinkURL(uri string) (string, error) {
+	if strings.HasPrefix(uri, "entity:") {
+		// Before url.Parse, which refuses what the page's parser accepts
+		// (a stray "%"): an entity link is judged by EntityURL alone.
+		if link, ok := EntityURL(r.entityURL, uri); ok {
+			return link, nil
+		}
+		return "", ErrRefused
+	}
 	u, err := url.Parse(uri)
 	if err != nil {
 		return "", ErrRefused
@@ -252,12 +325,6 @@ func (r *Renderer) LinkURL(uri string) (string, error) {
 		return uri, nil
 	case "mailto":
 		return uri, nil
-	case "entity":
-		typ, id, ok := parseEntityURI(uri)
-		if !ok || r.entityURL == "" {
-			return "", ErrRefused
-		}
-		return strings.NewReplacer("{type}", url.PathEscape(typ), "{id}", url.PathEscape(id)).Replace(r.entityURL), nil
 	}
 	return "", ErrRefused
 }

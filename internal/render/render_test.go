@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestLinkURL(t *testing.T) {
 		{uri: "HTTPS://example.com", want: "HTTPS://example.com"},
 		{uri: "mailto:ana@example.com", want: "mailto:ana@example.com"},
 		{uri: "entity:node/42", want: "https://site.example/node/42"},
-		{uri: "entity:node/a b/../c", want: "https://site.example/node/a%20b%2F..%2Fc"},
+		{uri: "entity:node/a b/../c"}, // more in testdata/entity_links.json
 		{uri: "entity:node/42", r: plain},
 		{uri: "entity:node"},
 		{uri: "javascript:alert(1)"},
@@ -303,4 +304,91 @@ func safeDataURL(s string) bool {
 		}
 	}
 	return false
+}
+
+// entityLinkCorpus is testdata/entity_links.json: where entity: links point
+// under each template, "" for plain text. internal/ui's browser test holds
+// the page to the same file.
+type entityLinkCorpus struct {
+	Templates map[string]string   `json:"templates"`
+	Cases     []map[string]string `json:"cases"`
+}
+
+// TestEntityLinks: entity:<type>/<id> links fill the template with each
+// value escaped for where it lands, and values that could step out of
+// their place are shown as plain text.
+func TestEntityLinks(t *testing.T) {
+	data, err := os.ReadFile("testdata/entity_links.json")
+	require.NoError(t, err)
+	var corpus entityLinkCorpus
+	require.NoError(t, json.Unmarshal(data, &corpus))
+	require.NotEmpty(t, corpus.Cases)
+	for name, template := range corpus.Templates {
+		r, err := New(Options{EntityURLTemplate: template})
+		require.NoError(t, err, name)
+		for _, c := range corpus.Cases {
+			want, ok := c[name]
+			require.True(t, ok, "%q has no %s link", c["uri"], name)
+			got, err := r.LinkURL(c["uri"])
+			if want == "" {
+				assert.ErrorIs(t, err, ErrRefused, "%s: %q → %q", name, c["uri"], got)
+				continue
+			}
+			require.NoError(t, err, "%s: %q", name, c["uri"])
+			assert.Equal(t, want, got, "%s: %q", name, c["uri"])
+		}
+	}
+}
+
+func TestCheckEntityURLTemplate(t *testing.T) {
+	for _, ok := range []string{"", "https://site.example/{type}/{id}", "https://site.example/view?type={type}&id={id}",
+		"http://site.example:8080/e/{id}#{type}", "https://site.example?id={id}"} {
+		assert.NoError(t, CheckEntityURLTemplate(ok), ok)
+	}
+	for _, bad := range []string{"site.example/{id}", "javascript:{id}", "https://site.example/{type}",
+		"https://{type}.site.example/{id}", "https://site.example{id}/", "https://u:{id}@site.example/", "{type}://site.example/{id}"} {
+		assert.Error(t, CheckEntityURLTemplate(bad), bad)
+	}
+}
+
+// FuzzEntityURL: whatever an entity: URI holds, its link stays on the
+// template's site, in the template's place: the same scheme, host and query
+// parameters, and no path segment that climbs. Seeds: the URIs of
+// testdata/entity_links.json.
+func FuzzEntityURL(f *testing.F) {
+	data, err := os.ReadFile("testdata/entity_links.json")
+	require.NoError(f, err)
+	var corpus entityLinkCorpus
+	require.NoError(f, json.Unmarshal(data, &corpus))
+	for _, c := range corpus.Cases {
+		f.Add(c["uri"])
+	}
+	templates := make(map[string]*url.URL, len(corpus.Templates))
+	for _, tmpl := range corpus.Templates {
+		u, err := url.Parse(strings.NewReplacer("{type}", "t", "{id}", "i").Replace(tmpl))
+		require.NoError(f, err)
+		templates[tmpl] = u
+	}
+	f.Fuzz(func(t *testing.T, uri string) {
+		for tmpl, want := range templates {
+			link, ok := EntityURL(tmpl, uri)
+			if !ok {
+				continue
+			}
+			got, err := url.Parse(link)
+			require.NoError(t, err, "%q → %q", uri, link)
+			assert.Equal(t, want.Scheme, got.Scheme, link)
+			assert.Equal(t, want.Host, got.Host, link)
+			assert.Empty(t, got.Fragment, link)
+			assert.Equal(t, len(strings.Split(want.EscapedPath(), "/")), len(strings.Split(got.EscapedPath(), "/")), link)
+			for _, seg := range strings.Split(got.EscapedPath(), "/") {
+				assert.NotContains(t, []string{".", ".."}, seg, link)
+			}
+			query := got.Query()
+			assert.Len(t, query, len(want.Query()), link)
+			for key := range want.Query() {
+				assert.Len(t, query[key], 1, link)
+			}
+		}
+	})
 }

@@ -20,10 +20,33 @@ type Memory struct {
 	lastSweep time.Time
 	// owners indexes threads by owner, for ListThreads.
 	owners map[string]map[string]*memThread
-	// used is the footprint of every thread held, against
-	// opts.MemoryMaxBytes.
-	used int64
+	usage  usage
 }
+
+// usage is the embedded store's account of the bytes it holds, against
+// Options.MemoryMaxBytes. Whatever a client can make the store keep is
+// charged when kept and released when dropped. New work (a thread, a turn)
+// is admitted only while the account is under its bound; what admitted
+// work then stores is charged whatever the balance, so a turn that began
+// can always commit, and the store holds at most the bound plus what the
+// work in flight adds.
+type usage struct {
+	max, used int64
+}
+
+// admit returns ErrFull once the store holds its bound.
+func (u *usage) admit() error {
+	if u.used >= u.max {
+		return fmt.Errorf("store: %d of %d bytes used: %w", u.used, u.max, ErrFull)
+	}
+	return nil
+}
+
+// charge counts n more bytes held.
+func (u *usage) charge(n int64) { u.used += n }
+
+// release counts n bytes dropped.
+func (u *usage) release(n int64) { u.used -= n }
 
 // memThread holds everything a thread owns, so deleting it drops all of it.
 type memThread struct {
@@ -62,15 +85,32 @@ type memThread struct {
 	// turnOrder holds the logged turns' IDs in the order they began, for
 	// sweepTurns.
 	turnOrder []string
+	// logBytes is the size of every log in turns.
+	logBytes int64
+
+	// held is what the store's usage has been charged for the thread: its
+	// footprint when last settled (see Memory.settle).
+	held int64
 }
 
 // memTurnLog is a turn's event log. changed is closed and replaced on every
-// append, waking the readers waiting for more. Logs are not counted against
-// MemoryMaxBytes: each lives at most the turn timeout plus TurnEventsTTL.
+// append, waking the readers waiting for more. A log ends with the turn's
+// result, as large as its messages, and lives while the turn runs and
+// TurnEventsTTL after: its bytes count against MemoryMaxBytes like the
+// history's.
 type memTurnLog struct {
 	events  []TurnEvent
+	bytes   int64
 	expires time.Time
 	changed chan struct{}
+}
+
+// add appends e to the log and returns the bytes it adds.
+func (log *memTurnLog) add(e TurnEvent) int64 {
+	log.events = append(log.events, e)
+	n := int64(len(e.Name)+len(e.Data)) + recordOverhead
+	log.bytes += n
+	return n
 }
 
 // Fixed costs the footprint adds to the data itself: map and slice entries,
@@ -81,24 +121,31 @@ const (
 	recordOverhead = 96
 )
 
-// footprint estimates the memory the thread holds.
+// footprint estimates the memory the thread holds: its history, pending
+// elicitation, idempotency records and turn logs.
 func (th *memThread) footprint() int64 {
 	return threadOverhead + th.msgBytes + int64(len(th.msgs))*recordOverhead +
-		int64(len(th.pending)) + th.idemBytes + int64(len(th.idem)+len(th.elicitations))*recordOverhead
+		int64(len(th.pending)) + th.idemBytes + int64(len(th.idem)+len(th.elicitations))*recordOverhead +
+		th.logBytes + int64(len(th.turns))*recordOverhead
 }
 
-// checkRoom refuses new data once the store holds MemoryMaxBytes; the
-// caller holds m.mu.
-func (m *Memory) checkRoom() error {
-	if m.used >= m.opts.MemoryMaxBytes {
-		return fmt.Errorf("store: %d of %d bytes used: %w", m.used, m.opts.MemoryMaxBytes, ErrFull)
+// settle charges or releases what th's footprint has changed by since it
+// was last settled; every method that changes what a thread holds calls
+// it before returning. The caller holds m.mu.
+func (m *Memory) settle(th *memThread) {
+	n := th.footprint() - th.held
+	th.held += n
+	if n >= 0 {
+		m.usage.charge(n)
+	} else {
+		m.usage.release(-n)
 	}
-	return nil
 }
 
 // drop removes a thread; the caller holds m.mu.
 func (m *Memory) drop(id string, th *memThread) {
-	m.used -= th.footprint()
+	m.usage.release(th.held)
+	th.held = 0
 	delete(m.threads, id)
 	owned := m.owners[th.thread.Owner]
 	delete(owned, id)
@@ -121,6 +168,7 @@ const sweepEvery = time.Minute
 func NewMemory(opts Options) *Memory {
 	return &Memory{
 		opts:    withDefaults(opts),
+		usage:   usage{max: withDefaults(opts).MemoryMaxBytes},
 		now:     time.Now,
 		threads: make(map[string]*memThread),
 		owners:  make(map[string]map[string]*memThread),
@@ -150,13 +198,21 @@ func (m *Memory) owned(id, principal string, now time.Time) (*memThread, error) 
 	return th, nil
 }
 
+// sweep drops, once every sweepEvery, the expired threads and what the
+// live ones hold that has expired: turn logs and idempotency records of a
+// thread no one touches would otherwise be held, and counted, until the
+// thread expires.
 func (m *Memory) sweep(now time.Time) {
 	if now.Sub(m.lastSweep) < sweepEvery {
 		return
 	}
 	m.lastSweep = now
 	for id := range m.threads {
-		m.live(id, now)
+		if th := m.live(id, now); th != nil {
+			th.sweepTurns(now)
+			th.sweepIdempotency(now)
+			m.settle(th)
+		}
 	}
 }
 
@@ -207,9 +263,13 @@ func (th *memThread) lock(ttl time.Duration, claim string, turn TurnBegin, idem 
 		th.sweepTurns(now)
 		log := &memTurnLog{expires: now.Add(ttl + eventsTTL), changed: make(chan struct{})}
 		if turn.Start.Name != "" {
-			log.events = append(log.events, turn.Start)
+			log.add(turn.Start)
+		}
+		if old, ok := th.turns[turn.ID]; ok {
+			th.logBytes -= old.bytes
 		}
 		th.turns[turn.ID] = log
+		th.logBytes += log.bytes
 		th.turnOrder = append(th.turnOrder, turn.ID)
 	}
 	return token, nil
@@ -240,7 +300,7 @@ func (th *memThread) appendEvents(turnID string, events []TurnEvent, ttl time.Du
 	if ttl > 0 && len(events) == 0 {
 		// A turn that ends with no last event keeps no log: its readers
 		// learn it is gone.
-		delete(th.turns, turnID)
+		th.dropLog(turnID)
 		close(log.changed)
 		return
 	}
@@ -251,7 +311,7 @@ func (th *memThread) appendEvents(turnID string, events []TurnEvent, ttl time.Du
 	for _, e := range events {
 		// An event already logged (a re-sent append) is not logged twice.
 		if e.ID > last {
-			log.events = append(log.events, e)
+			th.logBytes += log.add(e)
 			last = e.ID
 		}
 	}
@@ -273,12 +333,20 @@ func (th *memThread) sweepTurns(now time.Time) {
 		if log, ok := th.turns[id]; ok && now.Before(log.expires) {
 			break
 		}
-		delete(th.turns, id)
+		th.dropLog(id)
 		n++
 	}
 	// Re-slicing leaves the dropped IDs' space behind; append copies only
 	// the live ones when it next grows the array.
 	th.turnOrder = th.turnOrder[n:]
+}
+
+// dropLog drops a turn's log, if the thread holds it.
+func (th *memThread) dropLog(turnID string) {
+	if log, ok := th.turns[turnID]; ok {
+		th.logBytes -= log.bytes
+		delete(th.turns, turnID)
+	}
 }
 
 // CreateThread stores a new thread. Zero timestamps are set to now.
@@ -294,18 +362,14 @@ func (m *Memory) CreateThread(ctx context.Context, t Thread) error {
 	if m.live(t.ID, now) != nil {
 		return fmt.Errorf("store: thread %s already exists", t.ID)
 	}
-	if err := m.checkRoom(); err != nil {
+	if err := m.usage.admit(); err != nil {
 		return err
 	}
-	if owned := m.owners[t.Owner]; len(owned) >= m.opts.MaxThreads {
-		// Expired threads leave the index only when touched: count the
-		// live ones.
-		for id := range owned {
-			m.live(id, now)
-		}
-		if len(m.owners[t.Owner]) >= m.opts.MaxThreads {
-			return fmt.Errorf("store: principal owns %d threads: %w", m.opts.MaxThreads, ErrQuotaExceeded)
-		}
+	// A thread that expired leaves the owner's index when touched or at the
+	// next sweep, and counts until then: checking every thread the owner
+	// has would make each refusal cost as much as the quota is large.
+	if len(m.owners[t.Owner]) >= m.opts.MaxThreads {
+		return fmt.Errorf("store: principal owns %d threads: %w", m.opts.MaxThreads, ErrQuotaExceeded)
 	}
 	th := &memThread{
 		thread:       t,
@@ -320,7 +384,7 @@ func (m *Memory) CreateThread(ctx context.Context, t Thread) error {
 		m.owners[t.Owner] = make(map[string]*memThread)
 	}
 	m.owners[t.Owner][t.ID] = th
-	m.used += th.footprint()
+	m.settle(th)
 	return nil
 }
 
@@ -374,6 +438,9 @@ func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) 
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// New work is admitted against what is held once what has expired is
+	// dropped.
+	m.sweep(now)
 	th, err := m.owned(b.ThreadID, b.Principal, now)
 	if err != nil {
 		return TurnStart{}, err
@@ -403,13 +470,14 @@ func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) 
 		}
 		return TurnStart{}, &PendingError{Pending: *pending}
 	}
-	if err := m.checkRoom(); err != nil {
+	if err := m.usage.admit(); err != nil {
 		return TurnStart{}, err
 	}
 	token, err := th.lock(b.LockTTL, "", b.Turn, field, m.opts.TurnEventsTTL, now)
 	if err != nil {
 		return TurnStart{}, err
 	}
+	m.settle(th)
 	return TurnStart{Thread: th.view(now), LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor))}, nil
 }
 
@@ -423,6 +491,9 @@ func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, err
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// New work is admitted against what is held once what has expired is
+	// dropped.
+	m.sweep(now)
 	th, err := m.owned(b.ThreadID, b.Principal, now)
 	if err != nil {
 		return TurnStart{}, err
@@ -437,13 +508,14 @@ func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, err
 		if err != nil {
 			return TurnStart{}, err
 		}
-		if err := m.checkRoom(); err != nil {
+		if err := m.usage.admit(); err != nil {
 			return TurnStart{}, err
 		}
 		token, err := th.lock(b.LockTTL, b.ElicitationID, b.Turn, "", m.opts.TurnEventsTTL, now)
 		if err != nil {
 			return TurnStart{}, err
 		}
+		m.settle(th)
 		return TurnStart{Thread: th.view(now), LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor)), Pending: pending}, nil
 	}
 	state := th.elicitations[b.ElicitationID]
@@ -499,7 +571,6 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 	if !th.lockHeld(now) || th.lockToken != c.LockToken {
 		return fmt.Errorf("store: thread %s: %w", c.ThreadID, ErrLockLost)
 	}
-	before := th.footprint()
 	th.appendHistory(rec.messages, m.opts.HistoryMax, m.opts.HistoryMaxBytes)
 	th.settleElicitations(c.Consumed, c.Pause, rec.pause)
 	th.putIdempotency(c.Idempotency, rec.idem, now, m.opts.IdempotencyTTL)
@@ -512,7 +583,7 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 		th.appendEvents(c.TurnID, c.Events, m.opts.TurnEventsTTL, now)
 	}
 	th.unlock()
-	m.used += th.footprint() - before
+	m.settle(th)
 	return nil
 }
 
@@ -598,12 +669,7 @@ func (th *memThread) settleElicitations(consumed string, pause *Pending, record 
 // putIdempotency drops the expired idempotency records and keeps rec,
 // stored as record, for ttl.
 func (th *memThread) putIdempotency(rec *Idempotency, record []byte, now time.Time, ttl time.Duration) {
-	for k, old := range th.idem {
-		if !now.Before(old.expires) {
-			th.idemBytes -= int64(len(old.data))
-			delete(th.idem, k)
-		}
-	}
+	th.sweepIdempotency(now)
 	if rec == nil {
 		return
 	}
@@ -613,6 +679,16 @@ func (th *memThread) putIdempotency(rec *Idempotency, record []byte, now time.Ti
 	}
 	th.idem[field] = memIdempotency{data: record, expires: now.Add(ttl)}
 	th.idemBytes += int64(len(record))
+}
+
+// sweepIdempotency drops the expired idempotency records.
+func (th *memThread) sweepIdempotency(now time.Time) {
+	for k, old := range th.idem {
+		if !now.Before(old.expires) {
+			th.idemBytes -= int64(len(old.data))
+			delete(th.idem, k)
+		}
+	}
 }
 
 // Release ends a begun turn without writing its outcome, un-claiming the
@@ -630,6 +706,7 @@ func (m *Memory) Release(ctx context.Context, r ReleaseTurn) error {
 		th.appendEvents(r.TurnID, r.Events, m.opts.TurnEventsTTL, now)
 	}
 	th.unlock()
+	m.settle(th)
 	return nil
 }
 
@@ -642,6 +719,7 @@ func (m *Memory) AppendTurnEvents(ctx context.Context, threadID, turnID string, 
 	defer m.mu.Unlock()
 	if th := m.live(threadID, now); th != nil {
 		th.appendEvents(turnID, events, 0, now)
+		m.settle(th)
 	}
 	return nil
 }
@@ -800,7 +878,8 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.threads = make(map[string]*memThread)
-	m.used = 0
+	m.owners = make(map[string]map[string]*memThread)
+	m.usage.used = 0
 	return nil
 }
 

@@ -48,3 +48,42 @@ func TestQuotaDropsDeadThreads(t *testing.T) {
 	_, err = create()
 	assert.True(t, errors.Is(err, ErrQuotaExceeded), "a thread listed a moment ago counts: %v", err)
 }
+
+// TestQuotaRefusalCost: a create refused at the quota costs the same store
+// work whether the principal owns 40 threads or ten times as many — commands
+// Redis runs (those scripts call included) and bytes it sends back — even
+// when every thread is old enough to be checked.
+func TestQuotaRefusalCost(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	const small, large, refusals = 40, 400, 5
+
+	cost := func(threads int) redistest.Work {
+		st := NewRedis(redis.NewClient(&redis.Options{Addr: srv.Addr()}), Options{MaxThreads: threads})
+		defer func() { _ = st.Close() }()
+		owner := "quota-" + blocks.NewID()
+		old := time.Now().Add(-2 * quotaGrace)
+		for range threads {
+			require.NoError(t, st.CreateThread(ctx, Thread{ID: blocks.NewID(), Owner: owner, Processor: "echo", CreatedAt: old, UpdatedAt: old}))
+		}
+		refuse := func() {
+			err := st.CreateThread(ctx, Thread{ID: blocks.NewID(), Owner: owner, Processor: "echo"})
+			require.ErrorIs(t, err, ErrQuotaExceeded)
+		}
+		refuse() // loads the scripts and warms the pool
+		before := srv.Work(t)
+		for range refusals {
+			refuse()
+		}
+		w := srv.Work(t).Sub(before)
+		return redistest.Work{Commands: w.Commands / refusals, ReplyBytes: w.ReplyBytes / refusals}
+	}
+	smallCost, largeCost := cost(small), cost(large)
+	t.Logf("per refusal: %d threads: %+v; %d threads: %+v", small, smallCost, large, largeCost)
+	// The samples of the smaller index overlap more (fewer distinct threads
+	// to check): that is all that may differ.
+	assert.LessOrEqual(t, largeCost.Commands, smallCost.Commands+2*quotaSample, "commands per refusal")
+	assert.LessOrEqual(t, largeCost.ReplyBytes, smallCost.ReplyBytes+2*quotaSample*64, "reply bytes per refusal")
+}

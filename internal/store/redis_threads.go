@@ -279,17 +279,20 @@ func (r *Redis) indexNew(ctx context.Context, s redis.Scripter, t Thread) *redis
 
 // enforceQuota undoes the create of t when its owner already had MaxThreads
 // live threads. The owner's index may still list threads that expired or
-// were deleted by a crashed instance, so a full index is checked thread by
-// thread (scripts, so the primary answers, not a replica behind on
-// deletes), the dead ones dropped, and t listed again if there is room now.
-// Counting and listing are one script, so creates racing at the quota pass
-// only as many as there is room for. A thread listed or updated in the
-// last quotaGrace counts as live whatever its record says: a racing create may
-// list its thread before writing it (the index and the thread are on
-// different slots, and with WaitReplicas in different pipelines). An index
-// that could not be reached is no reason to refuse a thread that was
-// created: it is listed as best it can be, and the quota holds again from
-// the next create.
+// were deleted by a crashed instance, so a full index offers a sample of
+// its threads (the oldest, and some at random) to be checked (scripts, so
+// the primary answers, not a replica behind on deletes), the dead ones
+// dropped, and t listed again if there is room now. A refusal so costs a
+// fixed number of commands, not one per thread the owner has; a dead
+// thread outside the sample holds its place until a later refusal's
+// sample finds it. Counting and listing are one script, so creates racing
+// at the quota pass only as many as there is room for. A thread listed or
+// updated in the last quotaGrace counts as live whatever its record says:
+// a racing create may list its thread before writing it (the index and the
+// thread are on different slots, and with WaitReplicas in different
+// pipelines). An index that could not be reached is no reason to refuse a
+// thread that was created: it is listed as best it can be, and the quota
+// holds again from the next create.
 func (r *Redis) enforceQuota(ctx context.Context, t Thread, listed *redis.Cmd) error {
 	reply, err := listed.Slice()
 	if err != nil {
@@ -320,17 +323,26 @@ func (r *Redis) enforceQuota(ctx context.Context, t Thread, listed *redis.Cmd) e
 	return r.undoCreate(ctx, t, fmt.Errorf("store: principal owns %d threads: %w", r.opts.MaxThreads, ErrQuotaExceeded))
 }
 
-// quotaSuspects are the threads a full index lists (thread ID and score
-// pairs) that may be dead: not t, and listed or updated before quotaGrace.
-func quotaSuspects(t Thread, listed []any) []string {
+// quotaSample is how many of a full index's oldest threads, and how many
+// chosen at random, a refused create checks.
+const quotaSample = 8
+
+// quotaSuspects are the threads of a full index's sample (thread ID and
+// score pairs) that may be dead: not t, listed or updated before
+// quotaGrace, each once.
+func quotaSuspects(t Thread, sample []any) []string {
 	var ids []string
+	seen := make(map[string]bool, len(sample)/2)
 	recent := time.Now().Add(-quotaGrace).UnixMilli()
-	for i := 0; i+1 < len(listed); i += 2 {
-		member, _ := replyString(listed[i])
-		score, _ := replyString(listed[i+1])
-		if ms, err := strconv.ParseFloat(score, 64); member != t.ID && err == nil && int64(ms) < recent {
-			ids = append(ids, member)
+	for i := 0; i+1 < len(sample); i += 2 {
+		member, _ := replyString(sample[i])
+		score, _ := replyString(sample[i+1])
+		ms, err := strconv.ParseFloat(score, 64)
+		if member == t.ID || seen[member] || err != nil || int64(ms) >= recent {
+			continue
 		}
+		seen[member] = true
+		ids = append(ids, member)
 	}
 	return ids
 }

@@ -139,7 +139,7 @@ type indexNewCall struct {
 func (indexNewCall) script() *redis.Script { return indexNewScript }
 func (c indexNewCall) keys() []string      { return []string{ownerKey(c.t.Owner)} }
 func (c indexNewCall) args() []any {
-	return []any{c.maxThreads, c.t.ID, c.t.UpdatedAt.UnixMilli(), c.ttl.Milliseconds()}
+	return []any{c.maxThreads, c.t.ID, c.t.UpdatedAt.UnixMilli(), c.ttl.Milliseconds(), quotaSample}
 }
 
 // existsCall asks whether a thread exists.

@@ -46,7 +46,8 @@ var (
 	// MaxMetadataKeys keys or MaxMetadataBytes bytes.
 	ErrMetadataTooLarge = errors.New("thread metadata too large")
 	// ErrFull: the embedded store holds Options.MemoryMaxBytes of data; it
-	// takes no new thread or turn until threads expire or are deleted.
+	// takes no new thread or turn until what it holds expires (threads, turn
+	// logs, idempotency records) or threads are deleted.
 	ErrFull = errors.New("store full")
 	// ErrQuotaExceeded: the principal already owns Options.MaxThreads live
 	// threads.
@@ -306,8 +307,9 @@ type Options struct {
 	// messages' JSON); the oldest messages are trimmed to fit, though the
 	// newest message is always kept.
 	HistoryMaxBytes int64
-	// MemoryMaxBytes caps the embedded store's data (Memory only: Redis has
-	// its own maxmemory); when it is reached, new threads and turns get
+	// MemoryMaxBytes caps the embedded store's data — history, pending
+	// elicitations, idempotency records and turn logs (Memory only: Redis
+	// has its own maxmemory); when it is reached, new threads and turns get
 	// ErrFull.
 	MemoryMaxBytes int64
 	// MaxThreads caps the live threads one principal owns; CreateThread

@@ -81,6 +81,7 @@ func newTestChatd(tb testing.TB, auth api.Authenticator, delay time.Duration, op
 		"echo": echo.New(),
 	}
 	deps := api.Deps{Store: st, Auth: auth, Metrics: api.NewMetrics()}
+	deps.UI, deps.Renderer = mustPageAndRenderer(tb, testEntityURL)
 	turns := turn.DefaultConfig
 	for _, opt := range opts {
 		opt(&deps, &turns, procs)
@@ -88,14 +89,21 @@ func newTestChatd(tb testing.TB, auth api.Authenticator, delay time.Duration, op
 	reg, err := processor.NewRegistry(procs, "demo")
 	require.NoError(tb, err)
 	deps.Engine = turn.New(turn.Deps{Store: st, Processors: reg, Observer: deps.Metrics, Config: turns})
-	page, err := ui.New(ui.Options{EntityURLTemplate: testEntityURL})
-	require.NoError(tb, err)
-	renderer, err := render.New(render.Options{EntityURLTemplate: testEntityURL})
-	require.NoError(tb, err)
-	deps.Processors, deps.UI, deps.Renderer = reg, page, renderer
+	deps.Processors = reg
 	srv := httptest.NewServer(api.NewServer(deps))
 	tb.Cleanup(srv.Close)
 	return srv
+}
+
+// mustPageAndRenderer returns the page and the server renderer, both
+// linking entities through entityURL.
+func mustPageAndRenderer(tb testing.TB, entityURL string) (*ui.Page, *render.Renderer) {
+	tb.Helper()
+	page, err := ui.New(ui.Options{EntityURLTemplate: entityURL})
+	require.NoError(tb, err)
+	renderer, err := render.New(render.Options{EntityURLTemplate: entityURL})
+	require.NoError(tb, err)
+	return page, renderer
 }
 
 // chromiumPath finds Debian's chromium, which scripts/ensure-chromium.sh

@@ -158,6 +158,7 @@ func (a *Agent) Process(ctx context.Context, in processor.Input, emit processor.
 
 func (t *turn) process(ctx context.Context, in processor.Input) (processor.Output, error) {
 	a := t.a
+	t.principal = in.Principal
 	history, err := a.history.entries(in.History)
 	if err != nil {
 		return processor.Output{}, fmt.Errorf("agent: history: %w", err)
@@ -215,6 +216,8 @@ type turn struct {
 	emit  processor.Emit
 	tools map[string]Tool
 	defs  json.RawMessage // the request's tools
+	// principal is whom the turn runs for, told to its tools.
+	principal string
 
 	conv  []message
 	start int    // index in conv of the exchange's first message (the pause state keeps conv[start:])
@@ -449,7 +452,7 @@ func (t *turn) runCall(ctx context.Context, c toolCall, queue []toolCall) (*proc
 // turn.
 func (t *turn) execute(ctx context.Context, tool Tool, c toolCall, args json.RawMessage, resume *ToolResume, queue []toolCall) (*processor.Output, error) {
 	t.status(c, statusRunning, "Running "+c.Name)
-	res, err := tool.Call(ctx, ToolCall{ID: c.ID, Name: c.Name, Arguments: args, Resume: resume})
+	res, err := tool.Call(ctx, ToolCall{ID: c.ID, Name: c.Name, Arguments: args, Resume: resume, Principal: t.principal})
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if processor.Stopped(ctx) {
 			t.record(c, statusCancelled, "the user stopped the turn")

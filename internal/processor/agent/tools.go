@@ -69,6 +69,9 @@ type ToolCall struct {
 	Name string
 	// Arguments is the arguments object the model sent, as JSON.
 	Arguments json.RawMessage
+	// Principal is whom the turn runs for: a tool may bound what one
+	// principal holds of it (the MCP sessions its questions keep open).
+	Principal string
 	// Resume is set when the call continues after the user answered the
 	// elicitation this tool paused with.
 	Resume *ToolResume

@@ -72,29 +72,59 @@
   // configured template.
   function linkURL(uri) {
     if (typeof uri !== 'string' || /[\u0000-\u0020\u007f]/.test(uri)) return null;
+    if (uri.startsWith('entity:')) return entityURL(uri);
     let u;
     try { u = new URL(uri); } catch { return null; }
     switch (u.protocol) {
       case 'http:': case 'https:': return u.host ? u.href : null;
       case 'mailto:': return u.href;
-      case 'entity:': return entityURL(uri);
     }
     return null;
   }
 
+  // parseEntityURI splits entity:<type>/<id> at the first "/".
   function parseEntityURI(uri) {
-    const m = /^entity:([^/]+)\/(.+)$/.exec(uri || '');
+    const m = /^entity:([^/]+)\/([\s\S]+)$/.exec(uri || '');
     return m ? { type: m[1], id: m[2] } : null;
   }
 
+  // entityURL links an entity by the server renderer's rules
+  // (internal/render's EntityURL), so the page and ?render=html agree: a
+  // type or id of "." or "..", or holding "/", "?", "#", "&", a space or a
+  // control character, is not linked; values are taken as written (never
+  // percent-decoded) and escaped for where they land, the query or
+  // fragment (after the template's first "?" or "#") or the path.
   function entityURL(uri) {
     const e = parseEntityURI(uri);
-    if (!e || !entityTemplate) return null;
-    const url = entityTemplate.replaceAll('{type}', encodeURIComponent(e.type)).replaceAll('{id}', encodeURIComponent(e.id));
+    if (!e || !entityTemplate || !linkableEntityPart(e.type) || !linkableEntityPart(e.id)) return null;
+    const q = entityTemplate.search(/[?#]/);
+    const query = q < 0 ? entityTemplate.length : q;
+    const url = entityTemplate.replace(/\{(type|id)\}/g, (_, name, at) => (at >= query ? queryEscape : pathEscape)(e[name]));
     try {
       const u = new URL(url);
-      return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : null;
+      return u.protocol === 'http:' || u.protocol === 'https:' ? url : null;
     } catch { return null; }
+  }
+
+  function linkableEntityPart(s) {
+    return s !== '.' && s !== '..' && !/[\u0000-\u0020\u007f/?#&]/.test(s);
+  }
+
+  // queryEscape and pathEscape are Go's url.QueryEscape and url.PathEscape,
+  // which the server renderer uses: every UTF-8 byte but those kept is
+  // %XX. (encodeURIComponent keeps !'()* and so differs.)
+  const queryEscape = (s) => escapeBytes(s, /[A-Za-z0-9\-_.~]/, '+');
+  const pathEscape = (s) => escapeBytes(s, /[A-Za-z0-9\-_.~$&+:=@]/, null);
+
+  function escapeBytes(s, keep, space) {
+    let out = '';
+    for (const byte of new TextEncoder().encode(s)) {
+      const c = String.fromCharCode(byte);
+      if (byte < 0x80 && keep.test(c)) out += c;
+      else if (byte === 0x20 && space) out += space;
+      else out += '%' + byte.toString(16).toUpperCase().padStart(2, '0');
+    }
+    return out;
   }
 
   function mediaSrc(mimeType, data, allowed) {
