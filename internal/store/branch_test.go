@@ -63,10 +63,10 @@ func runBranchContract(t *testing.T, newStore func(tb testing.TB, opts store.Opt
 // treeModel is the tree of a thread's history as the test keeps it: every
 // message committed, in creation order, with the limit that trims it.
 type treeModel struct {
-	msgs   []blocks.Message // ParentID set: what history must give back
-	byID   map[string]int
-	head   string
-	max    int
+	msgs []blocks.Message // ParentID set: what history must give back
+	byID map[string]int
+	head string
+	max  int
 	// implicit marks messages committed with a nil Commit.Parent: their
 	// parent_id is known from the branch only while the parent is stored.
 	implicit map[string]bool

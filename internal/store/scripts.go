@@ -77,7 +77,7 @@ func (getThreadCall) script() *redis.Script { return getThreadScript }
 func (c getThreadCall) keys() []string {
 	return []string{c.k.thread, c.k.pending, c.k.lock, c.k.msgs, c.k.msgdata, c.k.hist, c.k.tree}
 }
-func (c getThreadCall) args() []any         { return []any{c.principal} }
+func (c getThreadCall) args() []any { return []any{c.principal} }
 
 // deleteThreadCall deletes a thread its principal owns, with every key.
 type deleteThreadCall struct {
@@ -196,7 +196,7 @@ func (c beginTurnCall) args() []any {
 }
 
 // branchArg is a message a branch ends at as the scripts take it: '-' for
-// the head (nil), '' for none, else its ID.
+// the head (nil), ” for none, else its ID.
 func branchArg(id *string) string {
 	if id == nil {
 		return "-"
