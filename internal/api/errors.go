@@ -71,6 +71,8 @@ var sentinels = []struct {
 	{turn.ErrIdempotencyConflict, http.StatusUnprocessableEntity, "idempotency_conflict", "Idempotency-Key was already used with a different request body"},
 	{store.ErrQuotaExceeded, http.StatusForbidden, "quota_exceeded", "you own as many threads as allowed; delete some to create more"},
 	{store.ErrFull, http.StatusInsufficientStorage, "store_full", "the server's store is full; no new threads or turns until space is freed"},
+	{store.ErrMessageNotFound, http.StatusNotFound, "not_found", "message not found in this thread"},
+	{turn.ErrNotRegenerable, http.StatusUnprocessableEntity, "not_regenerable", "only an assistant's reply to a plain user message can be regenerated"},
 }
 
 // failureStatus is the status of each code a turn fails with.
@@ -104,6 +106,7 @@ var titles = map[string]string{
 	"rate_limited":           "Too many requests",
 	"quota_exceeded":         "Quota exceeded",
 	"turn_not_running":       "Turn not running",
+	"not_regenerable":        "Not regenerable",
 }
 
 // problemFor turns any error into the problem the client sees.

@@ -93,11 +93,12 @@ func requireJSON(r *http.Request) error {
 // The shapes of the request bodies, named in every 400 detail so a client
 // learns what was expected, not only what was wrong.
 const (
-	turnShape   = "a turn is {message, content_blocks?, _meta?, stop_on_disconnect?, cancel_pending?}"
-	cancelShape = "a stop is {turn_id?} or an empty body"
-	answerShape = "an answer is {action, content?, _meta?}"
-	threadShape = "a new thread is {processor?} or an empty body"
-	patchShape  = "a thread update is {title?, metadata?}"
+	turnShape       = "a turn is {message, content_blocks?, _meta?, parent_id?, stop_on_disconnect?, cancel_pending?}"
+	regenerateShape = "a regenerate is {stop_on_disconnect?} or an empty body"
+	cancelShape     = "a stop is {turn_id?} or an empty body"
+	answerShape     = "an answer is {action, content?, _meta?}"
+	threadShape     = "a new thread is {processor?} or an empty body"
+	patchShape      = "a thread update is {title?, metadata?, head_id?}"
 )
 
 // badShape is a 400 whose detail names what was wrong and the expected shape.

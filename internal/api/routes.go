@@ -63,6 +63,7 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodPost, "/threads/{thread_id}/cancel", s.handle(s.handleCancel))
 		r.Method(http.MethodGet, "/threads/{thread_id}/turns/{turn_id}/events", s.handle(s.handleTurnEvents))
 		r.Method(http.MethodGet, "/threads/{thread_id}/messages", s.handle(s.handleHistory))
+		r.Method(http.MethodPost, "/threads/{thread_id}/messages/{message_id}/regenerate", s.handle(s.handleRegenerate))
 		r.Method(http.MethodPost, "/threads/{thread_id}/elicitations/{elicitation_id}", s.handle(s.handleAnswer))
 		// The frontends' own protocols, over the same turns.
 		r.Method(http.MethodPost, "/ai-sdk/chat", s.handle(s.handleAISDKChat))

@@ -39,6 +39,9 @@ type Store interface {
 	ListThreads(ctx context.Context, principal string, limit int, cursor string) (store.ThreadList, error)
 	// History returns a page of messages: store.ErrNotFound, ErrUnknownCursor.
 	History(ctx context.Context, threadID, principal string, limit int, before string) (store.Page, error)
+	// HistoryOf returns a page of one branch: store.ErrNotFound,
+	// ErrUnknownCursor.
+	HistoryOf(ctx context.Context, threadID, principal string, req store.PageRequest) (store.Page, error)
 	// Ping reports whether the store is reachable: store.ErrUnavailable.
 	Ping(ctx context.Context) error
 }

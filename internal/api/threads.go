@@ -25,6 +25,7 @@ type threadView struct {
 	RunningTurn        *runningTurnView  `json:"running_turn"`
 	PendingElicitation json.RawMessage   `json:"pending_elicitation"`
 	PendingExpiresAt   *blocks.Timestamp `json:"pending_expires_at"`
+	HeadID             *string           `json:"head_id"`
 }
 
 type runningTurnView struct {
@@ -37,6 +38,9 @@ func newThreadView(t store.Thread, p *store.Pending) threadView {
 		CreatedAt: blocks.Timestamp(t.CreatedAt), UpdatedAt: blocks.Timestamp(t.UpdatedAt)}
 	if v.Metadata == nil {
 		v.Metadata = map[string]string{}
+	}
+	if t.HeadID != "" {
+		v.HeadID = &t.HeadID
 	}
 	if t.Running != nil {
 		v.RunningTurn = &runningTurnView{ID: t.Running.ID, StartedAt: blocks.Timestamp(t.Running.StartedAt)}
@@ -165,25 +169,38 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) error {
 		}
 		before = raw[0]
 	}
+	leaf := ""
+	if raw, ok := q["leaf"]; ok {
+		if len(raw) != 1 || !blocks.IsCanonicalID(raw[0]) {
+			return errorf(http.StatusBadRequest, "invalid_request", "leaf: must be a message ID")
+		}
+		leaf = raw[0]
+	}
 	asHTML, err := wantsHTML(r)
 	if err != nil {
 		return err
 	}
-	page, err := s.store.History(r.Context(), id, principalFrom(r.Context()), limit, before)
+	page, err := s.store.HistoryOf(r.Context(), id, principalFrom(r.Context()), store.PageRequest{Limit: limit, Before: before, Leaf: leaf})
+	if errors.Is(err, store.ErrUnknownCursor) && leaf != "" {
+		return errorf(http.StatusBadRequest, "invalid_request", "before or leaf: no such message in this thread")
+	}
 	if err != nil {
 		return err
 	}
 	view := struct {
-		Messages   any     `json:"messages"`
-		NextBefore *string `json:"next_before"`
-	}{Messages: page.Messages}
-	if page.Messages == nil {
-		view.Messages = []blocks.Message{}
-	}
+		Messages   []json.RawMessage `json:"messages"`
+		NextBefore *string           `json:"next_before"`
+	}{}
 	if asHTML {
-		if view.Messages, err = s.renderedMessages(page.Messages); err != nil {
-			return err
-		}
+		view.Messages, err = s.renderedMessages(page.Messages)
+	} else {
+		view.Messages, err = plainMessages(page.Messages)
+	}
+	if err != nil {
+		return err
+	}
+	if view.Messages, err = withSiblings(view.Messages, page); err != nil {
+		return err
 	}
 	if page.NextBefore != "" {
 		view.NextBefore = &page.NextBefore
@@ -247,6 +264,7 @@ func (s *Server) handleListThreads(w http.ResponseWriter, r *http.Request) error
 type threadPatch struct {
 	Title    json.RawMessage `json:"title"`
 	Metadata json.RawMessage `json:"metadata"`
+	HeadID   json.RawMessage `json:"head_id"`
 }
 
 // Bounds of a title (docs/decisions.md says why).
@@ -271,7 +289,13 @@ func (s *Server) handleUpdateThread(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
+	if patch.Head, err = parseHeadID(req.HeadID); err != nil {
+		return err
+	}
 	t, err := s.store.UpdateThread(r.Context(), id, principalFrom(r.Context()), patch)
+	if errors.Is(err, store.ErrMessageNotFound) {
+		return headError()
+	}
 	if errors.Is(err, store.ErrMetadataTooLarge) {
 		verr := &blocks.ValidationError{}
 		verr.Add("metadata", fmt.Sprintf("at most %d keys and %d bytes of JSON once merged", store.MaxMetadataKeys, store.MaxMetadataBytes))

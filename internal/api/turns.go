@@ -28,6 +28,9 @@ type turnRequest struct {
 	// CancelPending first cancels the thread's pending question, as an
 	// answered cancel, instead of refusing the turn with 409.
 	CancelPending bool `json:"cancel_pending"`
+	// ParentID is the message the user's message follows (raw, to tell
+	// an absent member from null).
+	ParentID json.RawMessage `json:"parent_id"`
 }
 
 // turnInput is what a turn body asks for.
@@ -35,6 +38,7 @@ type turnInput struct {
 	message          blocks.Message
 	stopOnDisconnect bool
 	cancelPending    bool
+	parent           *string
 }
 
 // handleTurn runs a plain turn: POST /v1/threads/{thread_id}/turns.
@@ -67,7 +71,7 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 	t, err := s.engine.Begin(r.Context(), turn.Plain{
 		ThreadID: id, Principal: principal, Message: in.message,
 		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body), Stream: stream,
-		StopOnDisconnect: in.stopOnDisconnect, CancelPending: in.cancelPending,
+		StopOnDisconnect: in.stopOnDisconnect, CancelPending: in.cancelPending, Parent: in.parent,
 	})
 	var running *store.RunningError
 	if errors.As(err, &running) && lastEventID >= 0 && stream {
@@ -119,9 +123,13 @@ func parseTurnRequest(body []byte, maxBlocks int) (turnInput, error) {
 	if *req.Message == "" && len(list) == 0 {
 		return turnInput{}, badShape(turnShape, "message: must not be empty unless content_blocks are given")
 	}
+	parent, err := parseParentID(req.ParentID)
+	if err != nil {
+		return turnInput{}, err
+	}
 	return turnInput{
 		message:          blocks.NewMessage(blocks.RoleUser, *req.Message, list, req.Meta),
-		stopOnDisconnect: req.StopOnDisconnect, cancelPending: req.CancelPending,
+		stopOnDisconnect: req.StopOnDisconnect, cancelPending: req.CancelPending, parent: parent,
 	}, nil
 }
 

@@ -17,7 +17,7 @@ func TestMessageKeepsNumbersDigitForDigit(t *testing.T) {
 	for _, n := range exactNumbers {
 		t.Run(n, func(t *testing.T) {
 			meta := `{"example.com/list":[` + n + `,{"deep":` + n + `}],"example.com/n":` + n + `}`
-			in := `{"id":"0196a3b4-7c2d-7e8f-9a0b-1c2d3e4f5a6b","role":"user","message":"m","timestamp":"2026-11-30T14:56:58.500Z","_meta":` + meta + `}`
+			in := `{"id":"0196a3b4-7c2d-7e8f-9a0b-1c2d3e4f5a6b","parent_id":"0196a3b4-7c2d-7e8f-9a0b-1c2d3e4f5a6a","role":"user","message":"m","timestamp":"2026-11-30T14:56:58.500Z","_meta":` + meta + `}`
 			var m Message
 			require.NoError(t, json.Unmarshal([]byte(in), &m))
 			assert.Equal(t, json.Number(n), m.Meta["example.com/n"])

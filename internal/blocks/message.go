@@ -21,7 +21,9 @@ const (
 // Message is one persisted chat message, the same record in live responses
 // and in history. Text is authoritative for block-unaware consumers;
 // ContentBlocks and Meta enrich it and are omitted from JSON when empty, so a
-// plain message serializes exactly as {id, role, message, timestamp}.
+// plain message serializes exactly as {id, parent_id, role, message,
+// timestamp}. ParentID is the message it follows in its branch of the
+// thread's history, empty (null on the wire) for a thread's first.
 //
 // Meta values decoded from JSON hold numbers as json.Number, written back
 // digit for digit (1e400, 9007199254740993, -0 and 1.0 stay as they were),
@@ -29,6 +31,7 @@ const (
 // (FormatTimestamp).
 type Message struct {
 	ID            string         `json:"id"`
+	ParentID      string         `json:"parent_id"`
 	Role          Role           `json:"role"`
 	Text          string         `json:"message"`
 	Timestamp     time.Time      `json:"timestamp"`
@@ -39,6 +42,7 @@ type Message struct {
 // messageJSON is a Message on the wire.
 type messageJSON struct {
 	ID            string          `json:"id"`
+	ParentID      *string         `json:"parent_id"`
 	Role          Role            `json:"role"`
 	Text          string          `json:"message"`
 	Timestamp     string          `json:"timestamp"`
@@ -49,6 +53,9 @@ type messageJSON struct {
 // MarshalJSON writes the message as its wire record.
 func (m Message) MarshalJSON() ([]byte, error) {
 	w := messageJSON{ID: m.ID, Role: m.Role, Text: m.Text, Timestamp: FormatTimestamp(m.Timestamp), ContentBlocks: m.ContentBlocks}
+	if m.ParentID != "" {
+		w.ParentID = &m.ParentID
+	}
 	if len(m.Meta) > 0 {
 		meta, err := appendObject(nil, m.Meta, "")
 		if err != nil {
@@ -83,6 +90,9 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		}
 	}
 	*m = Message{ID: w.ID, Role: w.Role, Text: w.Text, Timestamp: ts.UTC(), ContentBlocks: w.ContentBlocks, Meta: meta}
+	if w.ParentID != nil {
+		m.ParentID = *w.ParentID
+	}
 	return nil
 }
 

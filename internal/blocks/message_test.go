@@ -23,14 +23,16 @@ func newTestMessage(tb testing.TB) Message {
 func TestPlainMessageSerializesAsPlainRecord(t *testing.T) {
 	m := newTestMessage(t)
 	// The plain record a block-unaware consumer expects, built independently.
+	// A thread's first message has a null parent_id.
 	plain := struct {
 		ID        string    `json:"id"`
+		ParentID  *string   `json:"parent_id"`
 		Role      string    `json:"role"`
 		Message   string    `json:"message"`
 		Timestamp time.Time `json:"timestamp"`
-	}{m.ID, string(m.Role), m.Text, m.Timestamp}
+	}{m.ID, nil, string(m.Role), m.Text, m.Timestamp}
 	want := mustMarshal(t, plain)
-	assert.Equal(t, `{"id":"0196a3b4-7c2d-7e8f-9a0b-1c2d3e4f5a6b","role":"assistant","message":"Here is the article.","timestamp":"2025-05-03T14:30:00.123Z"}`, string(want))
+	assert.Equal(t, `{"id":"0196a3b4-7c2d-7e8f-9a0b-1c2d3e4f5a6b","parent_id":null,"role":"assistant","message":"Here is the article.","timestamp":"2025-05-03T14:30:00.123Z"}`, string(want))
 
 	for name, msg := range map[string]Message{
 		"nil blocks and meta":   m,

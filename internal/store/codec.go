@@ -156,6 +156,9 @@ func idempotencyField(principal, key string) string {
 type encodedMessage struct {
 	id   string
 	data []byte
+	// parent is the absolute position of the message's parent in Memory's
+	// history, -1 for none; Redis keeps its own (see lua/lib/tree.lua).
+	parent int
 }
 
 func encodeMessages(msgs []blocks.Message) ([]encodedMessage, error) {

@@ -61,6 +61,9 @@ type memThread struct {
 	index map[string]int
 	// msgBytes is the size of msgs' JSON, against opts.HistoryMaxBytes.
 	msgBytes int64
+	// children and head make the history a tree (see memory_branch.go).
+	children map[int][]int
+	head     string
 
 	pending    []byte // encoded pendingRecord; nil when none
 	pendingID  string
@@ -227,16 +230,6 @@ func (th *memThread) livePending(now time.Time) []byte {
 	return nil
 }
 
-// window returns the newest n messages, oldest first, encoded.
-func (th *memThread) window(n int) blocks.EncodedMessages {
-	n = min(max(n, 0), len(th.msgs))
-	out := make(blocks.EncodedMessages, n)
-	for i, e := range th.msgs[len(th.msgs)-n:] {
-		out[i] = e.data
-	}
-	return out
-}
-
 func decodeAll(enc []encodedMessage) ([]blocks.Message, error) {
 	out := make([]blocks.Message, 0, len(enc))
 	for _, e := range enc {
@@ -283,6 +276,7 @@ func (th *memThread) unlock() {
 // view is the thread as reads return it, with the running turn if any.
 func (th *memThread) view(now time.Time) Thread {
 	t := th.thread
+	t.HeadID = th.headID()
 	if th.lockHeld(now) && th.lockTurn.ID != "" {
 		running := th.lockTurn
 		t.Running = &running
@@ -470,6 +464,10 @@ func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) 
 		}
 		return TurnStart{}, &PendingError{Pending: *pending}
 	}
+	leaf, err := th.resolveBranch(b.Branch)
+	if err != nil {
+		return TurnStart{}, err
+	}
 	if err := m.usage.admit(); err != nil {
 		return TurnStart{}, err
 	}
@@ -478,7 +476,11 @@ func (m *Memory) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) 
 		return TurnStart{}, err
 	}
 	m.settle(th)
-	return TurnStart{Thread: th.view(now), LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor))}, nil
+	start := TurnStart{Thread: th.view(now), LockToken: token, History: th.branchWindow(leaf, windowFor(b.Window, b.WindowByProcessor, th.thread.Processor))}
+	if leaf >= 0 {
+		start.Leaf = th.at(leaf).id
+	}
+	return start, nil
 }
 
 // BeginResume starts the turn that answers elicitation b.ElicitationID by
@@ -516,7 +518,8 @@ func (m *Memory) BeginResume(ctx context.Context, b BeginResume) (TurnStart, err
 			return TurnStart{}, err
 		}
 		m.settle(th)
-		return TurnStart{Thread: th.view(now), LockToken: token, History: th.window(windowFor(b.Window, b.WindowByProcessor, th.thread.Processor)), Pending: pending}, nil
+		return TurnStart{Thread: th.view(now), LockToken: token, History: th.branchWindow(th.headPos(), windowFor(b.Window, b.WindowByProcessor, th.thread.Processor)),
+			Pending: pending, Leaf: th.headID()}, nil
 	}
 	state := th.elicitations[b.ElicitationID]
 	if state == elicitationIssued {
@@ -571,6 +574,7 @@ func (m *Memory) CommitTurn(ctx context.Context, c Commit) error {
 	if !th.lockHeld(now) || th.lockToken != c.LockToken {
 		return fmt.Errorf("store: thread %s: %w", c.ThreadID, ErrLockLost)
 	}
+	th.link(rec.messages, c.Parent)
 	th.appendHistory(rec.messages, m.opts.HistoryMax, m.opts.HistoryMaxBytes)
 	th.settleElicitations(c.Consumed, c.Pause, rec.pause)
 	th.putIdempotency(c.Idempotency, rec.idem, now, m.opts.IdempotencyTTL)
@@ -597,7 +601,7 @@ type commitRecords struct {
 func encodeCommit(c Commit) (commitRecords, error) {
 	var rec commitRecords
 	var err error
-	if rec.messages, err = encodeMessages(c.Messages); err != nil {
+	if rec.messages, err = encodeMessages(withParents(c.Messages, c.Parent)); err != nil {
 		return commitRecords{}, err
 	}
 	if c.Pause != nil {
@@ -625,8 +629,11 @@ func (th *memThread) appendHistory(msgs []encodedMessage, maxCount int, maxBytes
 			continue
 		}
 		th.index[e.id] = th.base + len(th.msgs)
+		th.adopt(th.base+len(th.msgs), e.parent)
 		th.msgs = append(th.msgs, e)
 		th.msgBytes += int64(len(e.data))
+		// The reply a commit ends with is the head.
+		th.head = ""
 	}
 	excess := max(len(th.msgs)-maxCount, 0)
 	bytes := th.msgBytes
@@ -640,8 +647,9 @@ func (th *memThread) appendHistory(msgs []encodedMessage, maxCount int, maxBytes
 	if excess == 0 {
 		return
 	}
-	for _, e := range th.msgs[:excess] {
+	for i, e := range th.msgs[:excess] {
 		delete(th.index, e.id)
+		th.orphan(th.base+i, e.parent)
 	}
 	// Zero the dropped entries so their data can be collected before the
 	// backing array is reallocated.
@@ -786,6 +794,13 @@ func (m *Memory) UpdateThread(ctx context.Context, threadID, principal string, p
 	if err != nil {
 		return Thread{}, err
 	}
+	if patch.Head != "" {
+		pos, ok := th.index[patch.Head]
+		if !ok {
+			return Thread{}, fmt.Errorf("store: head %q: %w", patch.Head, ErrMessageNotFound)
+		}
+		th.head = th.at(th.latest(pos)).id
+	}
 	th.thread.Metadata = meta
 	if patch.SetTitle {
 		th.thread.Title = patch.Title
@@ -837,37 +852,9 @@ func (m *Memory) ListThreads(ctx context.Context, principal string, limit int, c
 	return list, nil
 }
 
-// History returns one page of the thread's history; see Page. It returns
-// ErrNotFound, or ErrUnknownCursor when before is not in the history.
+// History returns one page of the head's branch; see HistoryOf.
 func (m *Memory) History(ctx context.Context, threadID, principal string, limit int, before string) (Page, error) {
-	if err := checkLimit(limit); err != nil {
-		return Page{}, err
-	}
-	now := m.now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	th, err := m.owned(threadID, principal, now)
-	if err != nil {
-		return Page{}, err
-	}
-	end := len(th.msgs)
-	if before != "" {
-		pos, ok := th.index[before]
-		if !ok {
-			return Page{}, fmt.Errorf("store: before %q: %w", before, ErrUnknownCursor)
-		}
-		end = pos - th.base
-	}
-	start := max(end-limit, 0)
-	msgs, err := decodeAll(th.msgs[start:end])
-	if err != nil {
-		return Page{}, err
-	}
-	page := Page{Messages: msgs}
-	if start > 0 {
-		page.NextBefore = th.msgs[start].id
-	}
-	return page, nil
+	return m.HistoryOf(ctx, threadID, principal, PageRequest{Limit: limit, Before: before})
 }
 
 // Ping always succeeds: memory is always reachable.

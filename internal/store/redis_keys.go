@@ -8,7 +8,7 @@ import (
 // redisKeys are the keys of one thread. They share the hash tag {<id>}, so
 // Cluster keeps them in one slot and a script may touch them all.
 type redisKeys struct {
-	thread, hist, pending, elicitations, lock, idem, idemexp string
+	thread, hist, tree, pending, elicitations, lock, idem, idemexp string
 	// msgs and msgdata held history in the earlier layout; scripts convert
 	// what they find there (see lua/lib/history.lua).
 	msgs, msgdata string
@@ -19,6 +19,7 @@ func keysFor(threadID string) redisKeys {
 	return redisKeys{
 		thread:       p + "thread",
 		hist:         p + "history",
+		tree:         p + "tree",
 		msgs:         p + "msgs",
 		msgdata:      p + "msgdata",
 		pending:      p + "pending",
@@ -30,7 +31,7 @@ func keysFor(threadID string) redisKeys {
 }
 
 func (k redisKeys) all() []string {
-	return []string{k.thread, k.hist, k.msgs, k.msgdata, k.pending, k.elicitations, k.lock, k.idem, k.idemexp}
+	return []string{k.thread, k.hist, k.tree, k.msgs, k.msgdata, k.pending, k.elicitations, k.lock, k.idem, k.idemexp}
 }
 
 // turnKey is the stream that logs a turn's events; it shares its thread's

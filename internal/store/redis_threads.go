@@ -58,9 +58,13 @@ func (r *Redis) GetThread(ctx context.Context, threadID, principal string) (Thre
 		return Thread{}, nil, err
 	}
 	if len(data) <= threadFields {
+		return Thread{}, nil, fmt.Errorf("store: thread %s: short reply", threadID)
+	}
+	t.HeadID, _ = replyString(data[threadFields])
+	if len(data) <= threadFields+1 {
 		return t, nil, nil
 	}
-	p, err := pendingFromReply(data[threadFields])
+	p, err := pendingFromReply(data[threadFields+1])
 	if err != nil {
 		return Thread{}, nil, err
 	}
@@ -125,14 +129,20 @@ func (r *Redis) UpdateThread(ctx context.Context, threadID, principal string, pa
 		}
 		now := time.Now()
 		call := updateThreadCall{k: k, principal: principal, metadataRead: read, metadata: next,
-			setTitle: patch.SetTitle, title: patch.Title, updated: now, ttl: r.opts.ThreadTTL}
+			setTitle: patch.SetTitle, title: patch.Title, updated: now, ttl: r.opts.ThreadTTL, head: patch.Head}
 		status, data, err := r.runWithIndex(ctx, "update thread", call, r.touchIndex(principal, threadID, now, true))
 		if err != nil {
 			return Thread{}, err
 		}
 		switch status {
 		case "OK":
-			return threadFromReply(threadID, data)
+			t, err := threadFromReply(threadID, data)
+			if err == nil && len(data) > threadFields {
+				t.HeadID, _ = replyString(data[threadFields])
+			}
+			return t, err
+		case "NOMESSAGE":
+			return Thread{}, fmt.Errorf("store: head %q: %w", patch.Head, ErrMessageNotFound)
 		case "NOTFOUND":
 			return Thread{}, fmt.Errorf("store: thread %s: %w", threadID, ErrNotFound)
 		case "CHANGED":
@@ -261,7 +271,10 @@ func (r *Redis) threadStates(ctx context.Context, principal string, ids []thread
 		}
 		st := &ThreadState{Thread: t}
 		if len(data) > threadFields {
-			if st.Pending, err = pendingFromReply(data[threadFields]); err != nil {
+			st.Thread.HeadID, _ = replyString(data[threadFields])
+		}
+		if len(data) > threadFields+1 {
+			if st.Pending, err = pendingFromReply(data[threadFields+1]); err != nil {
 				return nil, err
 			}
 		}

@@ -24,7 +24,7 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 		field = idempotencyField(b.Principal, b.IdempotencyKey)
 	}
 	status, data, err := r.run(ctx, "begin turn", beginTurnCall{k: keysFor(b.ThreadID), principal: b.Principal,
-		idemField: field, token: token, lockTTL: b.LockTTL, turn: b.Turn, started: time.Now(),
+		idemField: field, token: token, lockTTL: b.LockTTL, turn: b.Turn, started: time.Now(), branch: b.Branch,
 		window: historyWindow{n: b.Window, byProcessor: b.WindowByProcessor}})
 	if err != nil {
 		return TurnStart{}, err
@@ -34,6 +34,8 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 		return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID, ErrNotFound)
 	case "BUSY":
 		return TurnStart{}, fmt.Errorf("store: thread %s: %w", b.ThreadID, ErrBusy)
+	case "NOMESSAGE":
+		return TurnStart{}, fmt.Errorf("store: message %q: %w", branchArg(b.Branch), ErrMessageNotFound)
 	case "RUNNING":
 		turn, _ := replyString(data[0])
 		fingerprint, _ := replyString(data[1])
@@ -60,11 +62,12 @@ func (r *Redis) BeginTurn(ctx context.Context, b BeginTurn) (TurnStart, error) {
 		if err != nil {
 			return TurnStart{}, err
 		}
-		history, err := encodedFromReply(data[threadFields:])
+		leaf, head, history, err := branchFromReply(data[threadFields:])
 		if err != nil {
 			return TurnStart{}, err
 		}
-		return TurnStart{Thread: t, LockToken: token, History: history}, nil
+		t.HeadID = head
+		return TurnStart{Thread: t, LockToken: token, History: history, Leaf: leaf}, nil
 	}
 	return TurnStart{}, unexpectedStatus("begin turn", status)
 }
@@ -110,11 +113,12 @@ func (r *Redis) BeginResume(ctx context.Context, b BeginResume) (TurnStart, erro
 		if err != nil {
 			return TurnStart{}, err
 		}
-		history, err := encodedFromReply(data[threadFields+1:])
+		leaf, head, history, err := branchFromReply(data[threadFields+1:])
 		if err != nil {
 			return TurnStart{}, err
 		}
-		return TurnStart{Thread: t, LockToken: token, History: history, Pending: p}, nil
+		t.HeadID = head
+		return TurnStart{Thread: t, LockToken: token, History: history, Pending: p, Leaf: leaf}, nil
 	}
 	return TurnStart{}, unexpectedStatus("begin resume", status)
 }
@@ -154,9 +158,9 @@ func (r *Redis) commitCall(c Commit) (commitTurnCall, error) {
 	call := commitTurnCall{k: keysFor(c.ThreadID), logKey: turnKey(c.ThreadID, c.TurnID), token: c.LockToken,
 		updated: time.Now(), threadTTL: r.opts.ThreadTTL, historyMax: r.opts.HistoryMax, historyMaxBytes: r.opts.HistoryMaxBytes,
 		consumed: c.Consumed, pause: c.Pause, idem: c.Idempotency, idemTTL: r.opts.IdempotencyTTL, preview: c.Preview,
-		log: newLogBatch(c.Start, c.Events)}
+		log: newLogBatch(c.Start, c.Events), parent: c.Parent}
 	var err error
-	if call.messages, err = encodeMessages(c.Messages); err != nil {
+	if call.messages, err = encodeMessages(withParents(c.Messages, c.Parent)); err != nil {
 		return commitTurnCall{}, err
 	}
 	if c.Pause != nil {
@@ -199,36 +203,9 @@ func (r *Redis) Release(ctx context.Context, rel ReleaseTurn) error {
 	return unexpectedStatus("release", status)
 }
 
-// History returns one page of the thread's history; see Page. It returns
-// ErrNotFound, ErrUnknownCursor when before is not in the history, or
-// ErrUnavailable.
+// History returns one page of the head's branch; see HistoryOf.
 func (r *Redis) History(ctx context.Context, threadID, principal string, limit int, before string) (Page, error) {
-	if err := checkLimit(limit); err != nil {
-		return Page{}, err
-	}
-	status, data, err := r.run(ctx, "history", historyPageCall{k: keysFor(threadID), principal: principal, limit: limit, before: before})
-	if err != nil {
-		return Page{}, err
-	}
-	switch status {
-	case "OK":
-	case "NOTFOUND":
-		return Page{}, fmt.Errorf("store: thread %s: %w", threadID, ErrNotFound)
-	case "BADCURSOR":
-		return Page{}, fmt.Errorf("store: before %q: %w", before, ErrUnknownCursor)
-	default:
-		return Page{}, unexpectedStatus("history", status)
-	}
-	more, _ := data[0].(int64)
-	msgs, err := messagesFromReply(data[1:])
-	if err != nil {
-		return Page{}, err
-	}
-	page := Page{Messages: msgs}
-	if more == 1 && len(msgs) > 0 {
-		page.NextBefore = msgs[0].ID
-	}
-	return page, nil
+	return r.HistoryOf(ctx, threadID, principal, PageRequest{Limit: limit, Before: before})
 }
 
 // RenewLock extends a running turn's lock lease to ttl from now, and its

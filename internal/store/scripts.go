@@ -74,8 +74,10 @@ type getThreadCall struct {
 }
 
 func (getThreadCall) script() *redis.Script { return getThreadScript }
-func (c getThreadCall) keys() []string      { return []string{c.k.thread, c.k.pending, c.k.lock} }
-func (c getThreadCall) args() []any         { return []any{c.principal} }
+func (c getThreadCall) keys() []string {
+	return []string{c.k.thread, c.k.pending, c.k.lock, c.k.msgs, c.k.msgdata, c.k.hist, c.k.tree}
+}
+func (c getThreadCall) args() []any { return []any{c.principal} }
 
 // deleteThreadCall deletes a thread its principal owns, with every key.
 type deleteThreadCall struct {
@@ -88,8 +90,9 @@ func (c deleteThreadCall) keys() []string      { return c.k.all() }
 func (c deleteThreadCall) args() []any         { return []any{c.principal} }
 
 // updateThreadCall writes a thread's metadata (encoded; "" for none) and,
-// when setTitle, its title (nil clears it), provided the metadata is still
-// metadataRead.
+// when setTitle, its title (nil clears it), and when head is set makes the
+// latest descendant of that message the head, provided the metadata is
+// still metadataRead.
 type updateThreadCall struct {
 	k                      redisKeys
 	principal              string
@@ -98,17 +101,20 @@ type updateThreadCall struct {
 	title                  *string
 	updated                time.Time
 	ttl                    time.Duration
+	head                   string
 }
 
 func (updateThreadCall) script() *redis.Script { return updateThreadScript }
-func (c updateThreadCall) keys() []string      { return []string{c.k.thread, c.k.lock} }
+func (c updateThreadCall) keys() []string {
+	return []string{c.k.thread, c.k.lock, c.k.msgs, c.k.msgdata, c.k.hist, c.k.tree}
+}
 func (c updateThreadCall) args() []any {
 	title := ""
 	if c.title != nil {
 		title = *c.title
 	}
 	return []any{c.principal, c.metadataRead, c.metadata, luaBool(c.setTitle), title, luaBool(c.title != nil),
-		formatTime(c.updated), c.ttl.Milliseconds()}
+		formatTime(c.updated), c.ttl.Milliseconds(), c.head}
 }
 
 // listThreadsCall lists up to count threads of a principal's index after
@@ -175,16 +181,27 @@ type beginTurnCall struct {
 	lockTTL   time.Duration
 	turn      TurnBegin
 	started   time.Time
-	window    historyWindow
+	// branch is the branch's last message (see BeginTurn.Branch).
+	branch *string
+	window historyWindow
 }
 
 func (beginTurnCall) script() *redis.Script { return beginTurnScript }
 func (c beginTurnCall) keys() []string {
-	return []string{c.k.thread, c.k.lock, c.k.pending, c.k.msgs, c.k.msgdata, c.k.idem, c.k.idemexp, c.k.hist}
+	return []string{c.k.thread, c.k.lock, c.k.pending, c.k.msgs, c.k.msgdata, c.k.idem, c.k.idemexp, c.k.hist, c.k.tree}
 }
 func (c beginTurnCall) args() []any {
 	return c.window.appendArgs([]any{c.principal, c.idemField, c.token, c.lockTTL.Milliseconds(),
-		c.turn.ID, c.turn.Fingerprint, lockRecord(c.turn), c.started.UnixMilli()})
+		c.turn.ID, c.turn.Fingerprint, lockRecord(c.turn), c.started.UnixMilli(), branchArg(c.branch)})
+}
+
+// branchArg is a message a branch ends at as the scripts take it: '-' for
+// the head (nil), ” for none, else its ID.
+func branchArg(id *string) string {
+	if id == nil {
+		return "-"
+	}
+	return *id
 }
 
 // beginResumeCall begins the turn that answers elicitation elicitationID,
@@ -202,7 +219,7 @@ type beginResumeCall struct {
 
 func (beginResumeCall) script() *redis.Script { return beginResumeScript }
 func (c beginResumeCall) keys() []string {
-	return []string{c.k.thread, c.k.lock, c.k.pending, c.k.msgs, c.k.msgdata, c.k.elicitations, c.k.hist}
+	return []string{c.k.thread, c.k.lock, c.k.pending, c.k.msgs, c.k.msgdata, c.k.elicitations, c.k.hist, c.k.tree}
 }
 func (c beginResumeCall) args() []any {
 	return c.window.appendArgs([]any{c.principal, c.elicitationID, c.token, c.lockTTL.Milliseconds(),
@@ -248,12 +265,13 @@ type commitTurnCall struct {
 	preview         string
 	eventsTTL       time.Duration
 	log             logBatch
+	parent          *string
 }
 
 func (commitTurnCall) script() *redis.Script { return commitTurnScript }
 func (c commitTurnCall) keys() []string {
 	k := c.k
-	return []string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp, c.logKey, k.hist}
+	return []string{k.thread, k.lock, k.pending, k.msgs, k.msgdata, k.elicitations, k.idem, k.idemexp, c.logKey, k.hist, k.tree}
 }
 func (c commitTurnCall) args() []any {
 	var pauseID string
@@ -265,11 +283,11 @@ func (c commitTurnCall) args() []any {
 	if c.idem != nil {
 		idemField = idempotencyField(c.idem.Principal, c.idem.Key)
 	}
-	args := make([]any, 0, 17+2*len(c.messages))
+	args := make([]any, 0, 18+2*len(c.messages))
 	args = append(args, c.token, c.callID, formatTime(c.updated), c.threadTTL.Milliseconds(),
 		c.historyMax, c.historyMaxBytes, c.consumed, pauseID, c.pauseJSON, pauseExpires,
 		idemField, c.idemJSON, c.idemTTL.Milliseconds(), c.preview,
-		c.eventsTTL.Milliseconds(), c.log.last, c.log.records)
+		c.eventsTTL.Milliseconds(), c.log.last, c.log.records, branchArg(c.parent))
 	for _, m := range c.messages {
 		args = append(args, m.id, m.data)
 	}
@@ -308,20 +326,20 @@ func (c renewLockCall) args() []any {
 	return []any{c.token, c.lease.Milliseconds(), c.eventsTTL.Milliseconds()}
 }
 
-// historyPageCall reads the newest limit messages before the message
-// before ("" for the newest).
+// historyPageCall reads a page of one branch (see PageRequest).
 type historyPageCall struct {
 	k         redisKeys
 	principal string
-	limit     int
-	before    string
+	req       PageRequest
 }
 
 func (historyPageCall) script() *redis.Script { return historyPageScript }
 func (c historyPageCall) keys() []string {
-	return []string{c.k.thread, c.k.msgs, c.k.msgdata, c.k.hist}
+	return []string{c.k.thread, c.k.msgs, c.k.msgdata, c.k.hist, c.k.tree}
 }
-func (c historyPageCall) args() []any { return []any{c.principal, c.limit, c.before} }
+func (c historyPageCall) args() []any {
+	return []any{c.principal, c.req.Limit, c.req.Before, c.req.Leaf}
+}
 
 // appendEventsCall appends a batch of events to running turn turnID's log,
 // which then lives eventsTTL past its lock.

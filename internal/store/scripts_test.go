@@ -44,18 +44,18 @@ func TestLuaPrelude(t *testing.T) {
 	// A function with a link marker defines what it calls inside itself,
 	// so the script's top carries none of it.
 	begin := linkScript("begin_turn.lua")
-	at := strings.Index(begin, "local function read_window(n)\n")
-	require.GreaterOrEqual(t, at, 0, "begin_turn.lua defines read_window")
-	const call = "return hist_window(thread_key, msgs_key, msgdata_key, history_key, n)\nend\n"
+	at := strings.Index(begin, "local function read_branch(n)\n")
+	require.GreaterOrEqual(t, at, 0, "begin_turn.lua defines read_branch")
+	const call = "return leaf, head, recs\nend\n"
 	end := strings.Index(begin, call)
-	require.Greater(t, end, at, "read_window ends with its call")
+	require.Greater(t, end, at, "read_branch ends with its call")
 	lazy := begin[at : end+len(call)]
 	assert.NotContains(t, lazy, luaLinkMarker, "the marker is replaced")
-	for _, name := range []string{"hist_window", "hist_open", "hist_range", "seal"} {
+	for _, name := range []string{"tree_window", "tree_head_id", "hist_open", "hist_range", "seal"} {
 		assert.True(t, defines(lazy, name), "the lazy function defines %s", name)
 		assert.False(t, defines(begin[:at], name), "the script's top does not define %s", name)
 	}
-	assert.Empty(t, luaPrelude("return read_window(5)"), "read_window is no helper of the top")
+	assert.Empty(t, luaPrelude("return read_branch(5)"), "read_branch is no helper of the top")
 }
 
 // TestLuaLib: every helper calls only helpers defined before it, so a

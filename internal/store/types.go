@@ -52,6 +52,9 @@ var (
 	// ErrQuotaExceeded: the principal already owns Options.MaxThreads live
 	// threads.
 	ErrQuotaExceeded = errors.New("thread quota exceeded")
+	// ErrMessageNotFound: a branch, a head or a parent named a message the
+	// thread does not hold (never held, or trimmed).
+	ErrMessageNotFound = errors.New("message not found")
 )
 
 // Bounds of a thread's metadata, which any client may set: they keep the
@@ -124,6 +127,9 @@ type Thread struct {
 	// Running is the turn holding the thread, when one does; it is read
 	// from the turn lock and never written through a Thread.
 	Running *RunningTurn
+	// HeadID is the last message of the thread's current branch, empty
+	// when the thread has none.
+	HeadID string
 }
 
 // RunningTurn is a turn in progress on a thread.
@@ -142,6 +148,11 @@ type ThreadPatch struct {
 	ClearMetadata bool
 	// Metadata maps keys to new values; a nil value deletes the key.
 	Metadata map[string]*string
+	// Head, when set, switches the current branch to the latest
+	// descendant of that message (at each level its newest child); a
+	// message the thread does not hold is ErrMessageNotFound, and nothing
+	// changes.
+	Head string
 }
 
 // ThreadState is a thread with its live pending elicitation (nil when none),
@@ -219,6 +230,14 @@ type BeginTurn struct {
 	// Turn is the turn begun; its log lives while the turn runs and
 	// Options.TurnEventsTTL after.
 	Turn TurnBegin
+	// Branch, when set, names the message whose branch the turn follows:
+	// the window is the newest messages of the branch ending there, and
+	// TurnStart.Leaf is that message ("" for none: the turn starts a new
+	// first message and reads no history). Unset, the branch is the
+	// head's. A message the thread does not hold is ErrMessageNotFound,
+	// checked after the lock and the pending elicitation and before the
+	// lock is taken.
+	Branch *string
 }
 
 // BeginResume asks to start the turn that answers an elicitation.
@@ -250,14 +269,22 @@ type TurnStart struct {
 	History   blocks.EncodedMessages
 	Pending   *Pending
 	Replay    *Idempotency
+	// Leaf is the last message of the branch the window was read from
+	// (the head, or BeginTurn.Branch), "" when that branch is empty: the
+	// message a new one follows.
+	Leaf string
 }
 
 // Commit is the outcome of a turn, written atomically with releasing its lock.
 type Commit struct {
 	ThreadID  string
 	LockToken string
-	// Messages are appended to history in order.
+	// Messages are appended to history in order, each the child of the
+	// one before it; the first is the child of Parent ("" for none: a new
+	// first message), or of the head when Parent is nil. The last becomes
+	// the head. Each is stored with its ParentID set accordingly.
 	Messages []blocks.Message
+	Parent   *string
 	// Pause, when set, becomes the thread's pending elicitation (expiring at
 	// Pause.ExpiresAt) and its ID is recorded as issued.
 	Pause *Pending
@@ -295,6 +322,26 @@ type ReleaseTurn struct {
 type Page struct {
 	Messages   []blocks.Message
 	NextBefore string
+	// Siblings are the alternatives of the page's messages that have any,
+	// by message ID.
+	Siblings map[string]Siblings
+}
+
+// Siblings are the stored messages that share a message's parent, in the
+// order they were created, and the message's index among them.
+type Siblings struct {
+	Index int
+	IDs   []string
+}
+
+// PageRequest asks for a page of one branch of a thread's history: the
+// newest Limit messages before the message Before (none: from the leaf),
+// along the branch ending at Leaf (none: the head). Before continues the
+// branch it is on, whatever Leaf names.
+type PageRequest struct {
+	Limit  int
+	Before string
+	Leaf   string
 }
 
 // Options are the retention settings shared by both implementations.

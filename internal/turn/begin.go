@@ -33,6 +33,11 @@ type Plain struct {
 	// recorded as an answered cancel without resuming the processor,
 	// instead of refusing the turn with a *store.PendingError.
 	CancelPending bool
+	// Parent, when set, is the message the user's message follows: an
+	// assistant message of the thread, or "" for a new first message.
+	// Unset, it follows the head. A parent that is neither is a
+	// *blocks.ValidationError of field parent_id.
+	Parent *string
 }
 
 // Answer asks for the turn that answers a pending elicitation.
@@ -77,6 +82,11 @@ type Turn struct {
 	consumed    string
 	answer      elicit.Action
 	idempotency *store.Idempotency
+	// parent is the message the committed user message follows ("" for
+	// none); regenerated marks a turn whose user message is already in
+	// history, so only its reply is committed.
+	parent      string
+	regenerated bool
 }
 
 // Begin starts a plain turn. Besides the store's errors it returns
@@ -100,15 +110,34 @@ func (e *Engine) Begin(ctx context.Context, p Plain) (*Turn, error) {
 
 // begin takes the thread's lock for a plain turn, or finds its replay.
 func (e *Engine) begin(ctx context.Context, p Plain) (*Turn, error) {
+	b := branchStart{branch: p.Parent}
+	if p.Parent != nil && *p.Parent != "" {
+		if !blocks.IsCanonicalID(*p.Parent) {
+			return nil, parentError("must be a message ID (a UUID) or null")
+		}
+		b.extra = 1
+	}
+	t, err := e.beginOn(ctx, p, b, checkParent)
+	if errors.Is(err, store.ErrMessageNotFound) {
+		return nil, parentError("names no message of the thread")
+	}
+	return t, err
+}
+
+// beginOn takes the thread's lock for a turn on the branch b names, or
+// finds its replay; check sees the branch's last messages with the lock
+// held, and a turn it refuses is released.
+func (e *Engine) beginOn(ctx context.Context, p Plain, b branchStart, check func(*Turn, []blocks.Message) error) (*Turn, error) {
 	start := Start{ThreadID: p.ThreadID, TurnID: blocks.NewID(), MessageID: blocks.NewID(), UserMessageID: p.Message.ID}
 	first, err := newEvent(1, EventStart, start)
 	if err != nil {
 		return nil, err
 	}
 	stopper := e.stoppable(ctx, start.TurnID)
+	window, byProcessor := e.widened(b.extra)
 	begun, err := e.store.BeginTurn(ctx, store.BeginTurn{
 		ThreadID: p.ThreadID, Principal: p.Principal, IdempotencyKey: p.IdempotencyKey,
-		LockTTL: e.cfg.LockLease, Window: e.cfg.HistoryWindow, WindowByProcessor: e.windows,
+		LockTTL: e.cfg.LockLease, Window: window, WindowByProcessor: byProcessor, Branch: b.branch,
 		Turn: store.TurnBegin{ID: start.TurnID, Fingerprint: p.Fingerprint, Start: first.record()},
 	})
 	if err != nil || begun.Replay != nil {
@@ -129,7 +158,14 @@ func (e *Engine) begin(ctx context.Context, p Plain) (*Turn, error) {
 	}
 	t := &Turn{e: e, ref: Ref{ThreadID: p.ThreadID, Principal: p.Principal, TurnID: start.TurnID}, stream: p.Stream,
 		stopper: stopper, stopOnDisconnect: p.StopOnDisconnect,
-		first: first, begun: begun, userMsg: p.Message, input: processor.Input{Message: &p.Message}}
+		first: first, begun: begun, userMsg: p.Message, parent: begun.Leaf}
+	t.userMsg.ParentID = begun.Leaf
+	t.input = processor.Input{Message: &t.userMsg}
+	if err := t.trimWindow(b, check); err != nil {
+		t.release(nil)
+		e.stops.unregister(start.TurnID)
+		return nil, err
+	}
 	if p.IdempotencyKey != "" {
 		t.idempotency = &store.Idempotency{Principal: p.Principal, Key: p.IdempotencyKey, Fingerprint: p.Fingerprint}
 	}
@@ -157,7 +193,7 @@ func (e *Engine) cancelPending(ctx context.Context, p Plain, pending store.Pendi
 		Meta: map[string]any{blocks.MetaElicitationResult: answerRecord(pending.ElicitationID, cancel)}}
 	if err := e.store.CommitTurn(ctx, store.Commit{
 		ThreadID: p.ThreadID, Owner: begun.Thread.Owner, LockToken: begun.LockToken,
-		Consumed: pending.ElicitationID, Messages: []blocks.Message{record},
+		Consumed: pending.ElicitationID, Messages: []blocks.Message{record}, Parent: &begun.Leaf,
 	}); err != nil {
 		return err
 	}
@@ -199,7 +235,7 @@ func (e *Engine) BeginAnswer(ctx context.Context, a Answer) (*Turn, error) {
 	}
 	t := &Turn{e: e, ref: Ref{ThreadID: a.ThreadID, Principal: a.Principal, TurnID: start.TurnID}, stream: a.Stream,
 		stopper: stopper, stopOnDisconnect: a.StopOnDisconnect,
-		first: first, begun: begun, consumed: a.ElicitationID, answer: a.Result.Action}
+		first: first, begun: begun, consumed: a.ElicitationID, answer: a.Result.Action, parent: begun.Leaf}
 	if request == nil {
 		// Defensive: a claim implies the read above saw this elicitation
 		// pending (the read shows it even while another answer holds it),
@@ -242,7 +278,7 @@ func (e *Engine) checkAnswer(ctx context.Context, a Answer) (store.Thread, *elic
 // the result.
 func (t *Turn) answered(request *elicit.Request, a Answer) {
 	t.userMsg = blocks.Message{
-		ID: t.first.Start.UserMessageID, Role: blocks.RoleUser, Text: request.Describe(a.Result), Timestamp: blocks.Now(),
+		ID: t.first.Start.UserMessageID, ParentID: t.parent, Role: blocks.RoleUser, Text: request.Describe(a.Result), Timestamp: blocks.Now(),
 		Meta: withMeta(a.Meta, blocks.MetaElicitationResult, answerRecord(a.ElicitationID, a.Result)),
 	}
 	t.input = processor.Input{Resume: &processor.Resume{Request: request, Result: a.Result, State: t.begun.Pending.State, Message: t.userMsg}}

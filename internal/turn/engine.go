@@ -20,6 +20,9 @@ type Store interface {
 	// ErrBusy (a *store.RunningError for the same idempotency key), or a
 	// *store.PendingError; an idempotent replay takes no lock.
 	BeginTurn(ctx context.Context, b store.BeginTurn) (store.TurnStart, error)
+	// HistoryOf reads a page of one branch: store.ErrNotFound,
+	// ErrUnknownCursor.
+	HistoryOf(ctx context.Context, threadID, principal string, req store.PageRequest) (store.Page, error)
 	// BeginResume claims the pending elicitation and locks the thread:
 	// store.ErrNotFound, ErrBusy, ErrElicitationNotFound / Consumed / Expired.
 	BeginResume(ctx context.Context, b store.BeginResume) (store.TurnStart, error)

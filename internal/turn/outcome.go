@@ -106,7 +106,7 @@ func (t *Turn) buildCommit(out processor.Output) (store.Commit, encodedResult, e
 	}
 	thread := t.begun.Thread
 	assistant := blocks.Message{
-		ID: t.first.Start.MessageID, Role: blocks.RoleAssistant, Text: out.Text,
+		ID: t.first.Start.MessageID, ParentID: t.userMsg.ID, Role: blocks.RoleAssistant, Text: out.Text,
 		Timestamp: blocks.Now(), ContentBlocks: out.Blocks, Meta: out.Meta,
 	}
 	status := StatusCompleted
@@ -147,7 +147,10 @@ func (t *Turn) buildCommit(out processor.Output) (store.Commit, encodedResult, e
 	if err != nil {
 		return store.Commit{}, encodedResult{}, fmt.Errorf("processor output: %w", err)
 	}
-	commit.Messages = []blocks.Message{t.userMsg, assistant}
+	commit.Messages, commit.Parent = []blocks.Message{t.userMsg, assistant}, &t.parent
+	if t.regenerated {
+		commit.Messages, commit.Parent = commit.Messages[1:], &t.userMsg.ID
+	}
 	// A preview is set once; a thread that had one when the turn began keeps
 	// it, so the commit need not offer another.
 	if t.consumed == "" && thread.Preview == "" {

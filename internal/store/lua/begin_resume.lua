@@ -3,7 +3,9 @@
 -- claim's lock is held is BUSY. Otherwise the elicitation's record decides.
 -- Returns NOTFOUND | BUSY (another turn, or another answer's live claim)
 -- | CONSUMED | EXPIRED [+ 'first'] | UNKNOWN
--- | OK + thread + pending JSON + window messages.
+-- | OK + thread + pending JSON + the head's ID, twice (the branch's last
+-- message and the head, as a begin answers) + window messages (of the
+-- head's branch).
 -- A claim on this elicitation held by this call's token was taken by a first
 -- run of this call, which answered OK; so does the repeat.
 local thread_key = KEYS[1]
@@ -13,6 +15,7 @@ local msgs_key = KEYS[4]
 local msgdata_key = KEYS[5]
 local elicitations_key = KEYS[6]
 local history_key = KEYS[7]
+local tree_key = KEYS[8]
 local principal = ARGV[1]
 local elicitation_id = ARGV[2]
 local token = ARGV[3]
@@ -23,12 +26,12 @@ local started_ms = ARGV[7]
 local window = ARGV[8]        -- the history window, unless a pair below names the processor
 local window_pairs = 9        -- ARGV[9…]: processor name and window pairs
 
--- read_window is the thread's newest n messages. The history code it calls
--- is linked inside it, where --[[helpers]] stands, so that only a begin whose
--- thread reads a window makes its closures: most processors read none.
-local function read_window(n)
+-- read_branch is the head's ID and the newest n messages of its branch.
+-- The history code it calls is linked inside it, where --[[helpers]]
+-- stands, so that the script's other answers make none of its closures.
+local function read_branch(n)
   --[[helpers]]
-  return hist_window(thread_key, msgs_key, msgdata_key, history_key, n)
+  return tree_window(thread_key, msgs_key, msgdata_key, history_key, tree_key, '-', n)
 end
 
 local t = owned_thread(thread_key, principal)
@@ -46,9 +49,10 @@ if p[1] and p[1] == elicitation_id then
   end
   local out = thread_reply({'OK'}, t, lock_key)
   out[#out + 1] = p[2]
-  local n = window_size(t[2], window, window_pairs)
-  if n <= 0 then return out end
-  return append_all(out, read_window(n))
+  local leaf, recs = read_branch(window_size(t[2], window, window_pairs))
+  out[#out + 1] = leaf
+  out[#out + 1] = leaf
+  return append_all(out, recs)
 end
 local state = redis.call('HGET', elicitations_key, elicitation_id)
 if state == 'consumed' then return {'CONSUMED'} end

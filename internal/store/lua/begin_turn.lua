@@ -4,7 +4,10 @@
 -- a live pending elicitation is PENDING; otherwise the turn takes the lock,
 -- which keeps the turn's first event until its log needs more.
 -- Returns NOTFOUND | REPLAY + thread + record | BUSY | RUNNING + turn ID +
--- fingerprint | PENDING + pending JSON | OK + thread + window messages.
+-- fingerprint | PENDING + pending JSON | NOMESSAGE (the branch names a
+-- message the history does not hold; no lock taken) | OK + thread + the ID
+-- of the branch's last message ('' for none) + the head's ID + window
+-- messages.
 -- A lock held by this call's token was taken by a first run of this call:
 -- nothing can have changed under it, so the answer is the first run's again.
 local thread_key = KEYS[1]
@@ -15,6 +18,7 @@ local msgdata_key = KEYS[5]
 local idem_key = KEYS[6]
 local idemexp_key = KEYS[7]
 local history_key = KEYS[8]
+local tree_key = KEYS[9]
 local principal = ARGV[1]
 local idem_field = ARGV[2]    -- '' for none
 local token = ARGV[3]
@@ -23,15 +27,21 @@ local turn_id = ARGV[5]       -- '' for a turn that keeps no log
 local fingerprint = ARGV[6]
 local first_record = ARGV[7]  -- "<length>|<record>" ("0|" for none), see lock_value
 local started_ms = ARGV[8]    -- chatd's clock, as every time it records
-local window = ARGV[9]        -- the history window, unless a pair below names the processor
-local window_pairs = 10       -- ARGV[10…]: processor name and window pairs
+local branch = ARGV[9]        -- the branch's last message: '-' the head's, '' none, or its ID
+local window = ARGV[10]       -- the history window, unless a pair below names the processor
+local window_pairs = 11       -- ARGV[11…]: processor name and window pairs
 
--- read_window is the thread's newest n messages. The history code it calls
--- is linked inside it, where --[[helpers]] stands, so that only a begin whose
--- thread reads a window makes its closures: most processors read none.
-local function read_window(n)
+-- read_branch is the ID of the branch's last message, the head's, and the
+-- branch's newest n messages; nil when the history does not hold that
+-- message. The history
+-- code it calls is linked inside it, where --[[helpers]] stands, so that
+-- only a begin that reads history makes its closures.
+local function read_branch(n)
   --[[helpers]]
-  return hist_window(thread_key, msgs_key, msgdata_key, history_key, n)
+  local leaf, recs = tree_window(thread_key, msgs_key, msgdata_key, history_key, tree_key, branch, n)
+  local head = leaf
+  if branch ~= '-' then head = tree_head_id(thread_key, msgs_key, msgdata_key, history_key, tree_key) end
+  return leaf, head, recs
 end
 
 local t = owned_thread(thread_key, principal)
@@ -45,21 +55,23 @@ if idem_field ~= '' then
     return out
   end
 end
-local function ok(turn, started)
+local function ok(leaf, head, recs, turn, started)
   local out = thread_reply({'OK'}, t, lock_key, turn, started)
-  local n = window_size(t[2], window, window_pairs)
-  if n <= 0 then return out end
-  return append_all(out, read_window(n))
+  out[#out + 1] = leaf
+  out[#out + 1] = head
+  return append_all(out, recs)
 end
 local held = redis.call('GET', lock_key)
 if held then
   local held_token, claim, held_turn, _, held_fingerprint, held_idem = lock_parts(held)
-  if held_token == token and claim == '' then return ok() end
+  if held_token == token and claim == '' then return ok(read_branch(window_size(t[2], window, window_pairs))) end
   if idem_field ~= '' and held_idem == idem_field then return {'RUNNING', held_turn, held_fingerprint} end
   return {'BUSY'}
 end
 local p = redis.call('HGET', pending_key, 'data')
 if p then return {'PENDING', p} end
+local leaf, head, recs = read_branch(window_size(t[2], window, window_pairs))
+if not leaf then return {'NOMESSAGE'} end
 redis.call('SET', lock_key, lock_value(token, '', turn_id, started_ms, fingerprint, idem_field, first_record), 'PX', lock_ttl_ms)
-if turn_id == '' then return ok(false, false) end
-return ok(turn_id, started_ms)
+if turn_id == '' then return ok(leaf, head, recs, false, false) end
+return ok(leaf, head, recs, turn_id, started_ms)

@@ -2,6 +2,7 @@
 -- token still holds the lock: messages appended to history (and the oldest
 -- trimmed), the elicitation answered and the one asked, the idempotency
 -- record, the preview, and the turn's log ended with its last events.
+-- The messages join the tree after their parent (see lua/lib/tree.lua).
 -- Returns NOTFOUND | LOCKLOST | OK.
 -- Every commit records its call ID as the thread's last_commit: when the
 -- token no longer holds the lock because a first run of this call committed
@@ -21,6 +22,7 @@ local idem_key = KEYS[7]
 local idemexp_key = KEYS[8]
 local log_key = KEYS[9]
 local history_key = KEYS[10]
+local tree_key = KEYS[11]
 local token = ARGV[1]
 local call_id = ARGV[2]
 local updated = ARGV[3]
@@ -38,7 +40,8 @@ local preview = ARGV[14]      -- '' to leave it
 local events_ttl_ms = ARGV[15] -- 0: the turn keeps no log
 local last_event = ARGV[16]   -- see close_log
 local log_records = ARGV[17]
-local messages = 18           -- ARGV[18…]: ID and JSON of each message
+local parent = ARGV[18]       -- the first message's parent: '-' the head, '' none, or its ID
+local messages = 19           -- ARGV[19…]: ID and JSON of each message
 
 if redis.call('EXISTS', thread_key) == 0 then return {'NOTFOUND'} end
 local held = redis.call('GET', lock_key)
@@ -53,7 +56,9 @@ if #ARGV >= messages then
   for i = messages, #ARGV - 1, 2 do
     ids[#ids + 1], datas[#datas + 1] = ARGV[i], ARGV[i + 1]
   end
+  local first = tree_link(thread_key, msgs_key, msgdata_key, history_key, tree_key, parent, ids, thread_ttl_ms)
   hist_append(thread_key, msgs_key, msgdata_key, history_key, ids, datas, tonumber(history_max), tonumber(history_max_bytes), fields)
+  tree_trim(tree_key, first, tonumber(redis.call('HGET', thread_key, 'hfirst')))
 else
   redis.call('HSET', thread_key, unpack(fields))
 end
