@@ -23,6 +23,8 @@ type Memory struct {
 	// used is the footprint of every thread held, against
 	// opts.MemoryMaxBytes.
 	used int64
+	// fs holds the threads' files.
+	fs memFiles
 }
 
 // memThread holds everything a thread owns, so deleting it drops all of it.
@@ -99,6 +101,7 @@ func (m *Memory) checkRoom() error {
 // drop removes a thread; the caller holds m.mu.
 func (m *Memory) drop(id string, th *memThread) {
 	m.used -= th.footprint()
+	m.dropFiles(id, th.thread.Owner)
 	delete(m.threads, id)
 	owned := m.owners[th.thread.Owner]
 	delete(owned, id)

@@ -26,4 +26,5 @@ if set_title == '1' then
 end
 redis.call('HSET', thread_key, 'updated', updated)
 redis.call('PEXPIRE', thread_key, thread_ttl_ms)
+touch_files(thread_key, thread_ttl_ms)
 return thread_reply({'OK'}, owned_thread(thread_key, principal), lock_key)
