@@ -97,7 +97,9 @@ func Inline(t string) bool {
 
 // IsImage reports whether t is a raster image type (what a model takes as
 // an image).
-func IsImage(t string) bool { return strings.HasPrefix(base(t), "image/") && base(t) != "image/svg+xml" }
+func IsImage(t string) bool {
+	return strings.HasPrefix(base(t), "image/") && base(t) != "image/svg+xml"
+}
 
 // IsText reports whether t is text a model can read as such: text/*, JSON,
 // XML and the like.
