@@ -168,6 +168,7 @@ func (c config) validate() error {
 	check(c.MemoryMaxBytes >= 1, "CHATD_MEMORY_MAX_BYTES must be at least 1")
 	check(c.MaxFileBytes >= 1, "CHATD_MAX_FILE_BYTES must be at least 1")
 	check(c.FilesMaxBytes >= 1, "CHATD_FILES_MAX_BYTES must be at least 1")
+	check(c.AgentTextFileBytes >= 1, "CHATD_AGENT_TEXT_FILE_BYTES must be at least 1")
 	switch c.AuthMode {
 	case "none":
 		check(addrErr != nil || isLoopback(c.Addr) || c.AllowAnonymous,

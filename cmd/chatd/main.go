@@ -82,7 +82,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 	}
 	st := stores.store
 	defer st.Close()
-	registry, mcpTools, err := newRegistry(cfg, logger, stores.relay)
+	registry, mcpTools, err := newRegistry(cfg, logger, stores.relay, storeFiles{st})
 	if err != nil {
 		return err
 	}

@@ -188,6 +188,9 @@ func (s *Server) beginProtocolTurn(r *http.Request, threadID, text string, list 
 	if !blocks.IsCanonicalID(threadID) {
 		return nil, store.ErrNotFound
 	}
+	if err := s.checkFileLinks(r.Context(), threadID, principalFrom(r.Context()), list, "messages"); err != nil {
+		return nil, err
+	}
 	return s.engine.Begin(r.Context(), turn.Plain{
 		ThreadID: threadID, Principal: principalFrom(r.Context()), Message: blocks.NewMessage(blocks.RoleUser, text, list, nil),
 		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body), Stream: true,
