@@ -20,6 +20,7 @@ import (
 
 	"chatd/internal/blocks"
 	"chatd/internal/filetype"
+	"chatd/internal/protocol"
 	"chatd/internal/store"
 )
 
@@ -319,4 +320,41 @@ func (s *Server) checkFileLinks(ctx context.Context, threadID, principal string,
 		}
 	}
 	return verr.Err()
+}
+
+// storeUploads stores the attachments a protocol's message carries as
+// files of its thread and links each at its place in list.
+func (s *Server) storeUploads(ctx context.Context, threadID string, list []blocks.ContentBlock, uploads []protocol.Upload) error {
+	if len(uploads) == 0 {
+		return nil
+	}
+	if !blocks.IsCanonicalID(threadID) {
+		return store.ErrNotFound
+	}
+	principal := principalFrom(ctx)
+	for _, u := range uploads {
+		name := u.Name
+		if name == "" {
+			name = "attachment"
+		}
+		f, err := s.storeFile(ctx, threadID, principal, upload{name: name, declared: u.MediaType, data: u.Data})
+		var verr *blocks.ValidationError
+		if errors.As(err, &verr) {
+			at := &blocks.ValidationError{}
+			for _, fe := range verr.Errors {
+				at.Add(u.Path, fe.Detail)
+			}
+			return at
+		}
+		if err != nil {
+			return err
+		}
+		size := f.Size
+		link, err := blocks.ResourceLink(FileURIPrefix+f.ID, f.Name, blocks.LinkOptions{MimeType: f.MIMEType, Size: &size})
+		if err != nil {
+			return err
+		}
+		list[u.Index] = link
+	}
+	return nil
 }

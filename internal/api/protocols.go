@@ -70,6 +70,9 @@ func (s *Server) handleAISDKChat(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkAttachments(req.Blocks); err != nil {
 		return err
 	}
+	if err := s.storeUploads(r.Context(), req.ThreadID, req.Blocks, req.Uploads); err != nil {
+		return err
+	}
 	var t *turn.Turn
 	continues := ""
 	if req.Answer != nil {
@@ -154,6 +157,9 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) error {
 		return protocolError(err)
 	}
 	if err := s.checkAttachments(req.Blocks); err != nil {
+		return err
+	}
+	if err := s.storeUploads(r.Context(), req.ThreadID, req.Blocks, req.Uploads); err != nil {
 		return err
 	}
 	var t *turn.Turn
