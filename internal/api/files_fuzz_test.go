@@ -33,7 +33,7 @@ func FuzzReadUpload(f *testing.F) {
 		{multi, "", part("file", "a.png", "image/png", "\x89PNG\r\n\x1a\n") + end},
 		{multi, "", part("other", "", "", "x") + part("file", "a.txt", "", "hello") + end},
 		{multi, "", part("file", "a", "", "a") + part("file", "b", "", "b") + end},
-		{multi, "", part("file", "a.png", "image/png", "\x89PNG")},           // truncated
+		{multi, "", part("file", "a.png", "image/png", "\x89PNG")},               // truncated
 		{multi, "", "--" + boundary + "\r\nX-Pad: " + strings.Repeat("h", 5000)}, // a huge header
 		{multi, "", part("other", "", "", "x") + end},                            // no file part
 		{multi, "", ""},
