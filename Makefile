@@ -53,6 +53,8 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzNDJSON$$' -fuzztime $(FUZZTIME) ./internal/processor/remote
 	go test -run '^$$' -fuzz '^FuzzPlainDelta$$' -fuzztime $(FUZZTIME) ./internal/processor/remote
 	go test -run '^$$' -fuzz '^FuzzJSONDepth$$' -fuzztime $(FUZZTIME) ./internal/api
+	go test -run '^$$' -fuzz '^FuzzReadUpload$$' -fuzztime $(FUZZTIME) ./internal/api
+	go test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./internal/filetype
 	go test -run '^$$' -fuzz '^FuzzMessage$$' -fuzztime $(FUZZTIME) ./internal/render
 	go test -run '^$$' -fuzz '^FuzzEntityURL$$' -fuzztime $(FUZZTIME) ./internal/render
 	go test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./internal/protocol/aisdk

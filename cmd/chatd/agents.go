@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 
+	"chatd/internal/api"
 	"chatd/internal/mcptools"
 	"chatd/internal/processor"
 	"chatd/internal/processor/agent"
@@ -23,6 +25,12 @@ type AgentSettings struct {
 	AgentAPIKey       string `envconfig:"AGENT_API_KEY"`
 	AgentSystemPrompt string `envconfig:"AGENT_SYSTEM_PROMPT"`
 	AgentAskUser      bool   `envconfig:"AGENT_ASK_USER" default:"true"`
+	// AgentInputs are the kinds of blocks the agent's model is given as
+	// themselves (image, audio, file) rather than summaries.
+	AgentInputs []string `envconfig:"AGENT_INPUTS"`
+	// AgentTextFileBytes bounds the text of a text file or resource any
+	// agent's model is given.
+	AgentTextFileBytes int `envconfig:"AGENT_TEXT_FILE_BYTES" default:"102400"`
 	// AgentsFile defines more agents and remote processors, each a
 	// processor named by its name.
 	AgentsFile string `envconfig:"AGENTS_FILE"`
@@ -42,7 +50,7 @@ const envAgent = "agent"
 // file get clients in tools, which the caller closes on shutdown; relay
 // reaches the other instances (for answers to a server's question held on
 // one of them).
-func newRegistry(cfg config, logger *slog.Logger, relay mcptools.Relay) (reg *processor.Registry, tools *mcptools.Manager, err error) {
+func newRegistry(cfg config, logger *slog.Logger, relay mcptools.Relay, files agent.FileReader) (reg *processor.Registry, tools *mcptools.Manager, err error) {
 	// The agents file is read even when none of its processors is enabled:
 	// a bad file is a mistake to hear of now, not when someone enables it.
 	var file *fileProcessors
@@ -69,9 +77,9 @@ func newRegistry(cfg config, logger *slog.Logger, relay mcptools.Relay) (reg *pr
 		case builtin:
 			p = build()
 		case name == envAgent:
-			p, err = cfg.envAgent()
+			p, err = cfg.envAgent(files)
 		case file.has(name):
-			p, err = file.build(name)
+			p, err = file.build(name, cfg, files)
 		default:
 			return nil, nil, fmt.Errorf("CHATD_PROCESSORS: unknown processor %q (built-ins: agent, demo, echo; or an agent or remote processor of CHATD_AGENTS_FILE)", name)
 		}
@@ -134,11 +142,12 @@ func (fp *fileProcessors) has(name string) bool {
 	return isAgent || isRemote
 }
 
-func (fp *fileProcessors) build(name string) (processor.Processor, error) {
+func (fp *fileProcessors) build(name string, cfg config, files agent.FileReader) (processor.Processor, error) {
 	if r, ok := fp.remotes[name]; ok {
 		return remote.New(r.Config)
 	}
 	fa := fp.agents[name]
+	fa.Config.Files, fa.Config.TextFileBytes = files, cfg.AgentTextFileBytes
 	for _, server := range fa.MCP {
 		fa.Config.Tools = append(fa.Config.Tools, fp.tools.Server(server))
 	}
@@ -146,16 +155,28 @@ func (fp *fileProcessors) build(name string) (processor.Processor, error) {
 }
 
 // envAgent builds the agent of the CHATD_AGENT_* variables.
-func (c config) envAgent() (*agent.Agent, error) {
+func (c config) envAgent(files agent.FileReader) (*agent.Agent, error) {
 	if c.AgentBaseURL == "" || c.AgentModel == "" {
 		return nil, errors.New("set CHATD_AGENT_BASE_URL (such as http://127.0.0.1:11434/v1) and CHATD_AGENT_MODEL")
 	}
 	a, err := agent.New(agent.Config{
 		BaseURL: c.AgentBaseURL, Model: c.AgentModel, APIKey: c.AgentAPIKey, SystemPrompt: c.AgentSystemPrompt,
 		MaxSteps: agent.DefaultMaxSteps, HistoryWindow: agent.DefaultHistoryWindow, AskUser: c.AgentAskUser,
+		Inputs: trimAll(c.AgentInputs), TextFileBytes: c.AgentTextFileBytes, Files: files,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("CHATD_AGENT_*: %w", err)
 	}
 	return a, nil
+}
+
+// storeFiles reads the agents' files from the store.
+type storeFiles struct{ st api.FileStore }
+
+func (s storeFiles) ReadFile(ctx context.Context, threadID, principal, fileID string) (agent.StoredFile, error) {
+	f, data, err := s.st.GetFile(ctx, threadID, principal, fileID)
+	if err != nil {
+		return agent.StoredFile{}, err
+	}
+	return agent.StoredFile{Name: f.Name, MIMEType: f.MIMEType, Data: data}, nil
 }

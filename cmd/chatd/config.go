@@ -59,6 +59,9 @@ type config struct {
 	MaxJSONDepth    int   `envconfig:"MAX_JSON_DEPTH"`
 	HistoryMaxBytes int64 `envconfig:"HISTORY_MAX_BYTES"`
 	MemoryMaxBytes  int64 `envconfig:"MEMORY_MAX_BYTES"`
+	// Files: one file's bytes, and the bytes of one principal's files.
+	MaxFileBytes  int64 `envconfig:"MAX_FILE_BYTES"`
+	FilesMaxBytes int64 `envconfig:"FILES_MAX_BYTES"`
 	// Rate limits: requests per principal on /v1, failed authentications
 	// per client address; "0" disables either.
 	RateLimit     ratelimit.Rate `envconfig:"RATE_LIMIT" default:"600/1m"`
@@ -89,7 +92,7 @@ func defaultConfig() config {
 	return config{
 		ElicitationTTL: t.ElicitationTTL, TurnTimeout: t.TurnTimeout, HistoryWindow: t.HistoryWindow, LockLease: t.LockLease,
 		ThreadTTL: st.ThreadTTL, HistoryMax: st.HistoryMax, HistoryMaxBytes: st.HistoryMaxBytes, MemoryMaxBytes: st.MemoryMaxBytes,
-		MaxThreads: st.MaxThreads, TurnEventsTTL: st.TurnEventsTTL, RedisWaitTimeout: st.WaitTimeout,
+		MaxThreads: st.MaxThreads, FilesMaxBytes: st.FilesMaxBytes, MaxFileBytes: a.MaxFileBytes, TurnEventsTTL: st.TurnEventsTTL, RedisWaitTimeout: st.WaitTimeout,
 		MaxBodyBytes: a.MaxBodyBytes, MaxBlocks: a.MaxBlocks, MaxJSONDepth: a.MaxJSONDepth, HeartbeatEvery: a.HeartbeatInterval,
 		WriteTimeout: a.WriteTimeout, RateLimitDelay: a.RefusalDelay,
 	}
@@ -163,6 +166,9 @@ func (c config) validate() error {
 	check(c.MaxJSONDepth >= 2, "CHATD_MAX_JSON_DEPTH must be at least 2 (a turn's body nests two levels)")
 	check(c.HistoryMaxBytes >= 1, "CHATD_HISTORY_MAX_BYTES must be at least 1")
 	check(c.MemoryMaxBytes >= 1, "CHATD_MEMORY_MAX_BYTES must be at least 1")
+	check(c.MaxFileBytes >= 1, "CHATD_MAX_FILE_BYTES must be at least 1")
+	check(c.FilesMaxBytes >= 1, "CHATD_FILES_MAX_BYTES must be at least 1")
+	check(c.AgentTextFileBytes >= 1, "CHATD_AGENT_TEXT_FILE_BYTES must be at least 1")
 	switch c.AuthMode {
 	case "none":
 		check(addrErr != nil || isLoopback(c.Addr) || c.AllowAnonymous,

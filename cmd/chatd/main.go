@@ -82,7 +82,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 	}
 	st := stores.store
 	defer st.Close()
-	registry, mcpTools, err := newRegistry(cfg, logger, stores.relay)
+	registry, mcpTools, err := newRegistry(cfg, logger, stores.relay, storeFiles{st})
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func newServer(cfg config, logger *slog.Logger, stores storage, registry *proces
 		Renderer:       renderer,
 		UI:             page,
 		Config: api.Config{
-			MaxBodyBytes: cfg.MaxBodyBytes, HeartbeatInterval: heartbeat(cfg.HeartbeatEvery), WriteTimeout: cfg.WriteTimeout,
+			MaxBodyBytes: cfg.MaxBodyBytes, MaxFileBytes: cfg.MaxFileBytes, HeartbeatInterval: heartbeat(cfg.HeartbeatEvery), WriteTimeout: cfg.WriteTimeout,
 			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth, RefusalDelay: refusalDelay(cfg.RateLimitDelay),
 			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: cfg.PrincipalHeader, TrustedProxies: proxies,
 		},
@@ -231,7 +231,7 @@ type storage struct {
 // counter; without one, the embedded store and a relay within this process.
 func newStore(cfg config, tracing bool) (storage, error) {
 	opts := store.Options{ThreadTTL: cfg.ThreadTTL, HistoryMax: cfg.HistoryMax,
-		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes, MaxThreads: cfg.MaxThreads, TurnEventsTTL: cfg.TurnEventsTTL,
+		HistoryMaxBytes: cfg.HistoryMaxBytes, MemoryMaxBytes: cfg.MemoryMaxBytes, MaxThreads: cfg.MaxThreads, FilesMaxBytes: cfg.FilesMaxBytes, TurnEventsTTL: cfg.TurnEventsTTL,
 		WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout, Trace: tracing}
 	if cfg.RedisURL == "" {
 		return storage{store: store.NewMemory(opts), relay: store.NewLocalBus()}, nil

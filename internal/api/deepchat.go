@@ -56,6 +56,9 @@ func (s *Server) handleDeepChat(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkAttachments(req.Blocks); err != nil {
 		return err
 	}
+	if err := s.storeUploads(r.Context(), req.ThreadID, req.Blocks, req.Uploads); err != nil {
+		return err
+	}
 	req.Stream = wantsStream(r)
 	t, err := s.beginProtocolTurn(r, req.ThreadID, req.Text, req.Blocks, "", nil,
 		protocolTurn{stopOnDisconnect: req.Stream})
@@ -109,15 +112,17 @@ func (s *Server) readDeepChat(w http.ResponseWriter, r *http.Request) (deepchat.
 	if params["boundary"] == "" {
 		return deepchat.Request{}, errorf(http.StatusBadRequest, "invalid_request", "multipart body without a boundary")
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	req, err := deepchat.DecodeMultipart(multipart.NewReader(r.Body, params["boundary"]), s.cfg.MaxBodyBytes)
+	// Files are held to CHATD_MAX_FILE_BYTES, the rest to CHATD_MAX_BODY_BYTES.
+	limit := s.cfg.MaxBodyBytes + s.cfg.MaxFileBytes
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	req, err := deepchat.DecodeMultipart(multipart.NewReader(r.Body, params["boundary"]), s.cfg.MaxFileBytes, s.cfg.MaxBodyBytes)
 	var tooBig *http.MaxBytesError
-	var unsupported *deepchat.UnsupportedFileError
+	var partTooBig *deepchat.TooLargeError
 	switch {
 	case errors.As(err, &tooBig):
-		return req, errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "request body exceeds %d bytes", s.cfg.MaxBodyBytes)
-	case errors.As(err, &unsupported):
-		return req, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "%s; other files cannot be stored yet", unsupported.Error())
+		return req, errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "request body exceeds %d bytes", limit)
+	case errors.As(err, &partTooBig):
+		return req, errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "%s", partTooBig.Error())
 	}
 	return req, protocolError(err)
 }

@@ -288,9 +288,26 @@ func TestDeepChatMultipart(t *testing.T) {
 	assert.Equal(t, "", msgs[2].Message)
 	assert.Len(t, msgs[2].ContentBlocks, 1)
 
-	body, ct = multipartBody(t, thread, "read this", filePart{"a.pdf", "application/pdf", "%PDF"})
+	// Other files: a small one is an embedded resource, a larger one a
+	// stored file of the thread, linked.
+	bigPDF := "%PDF-1.7\n" + strings.Repeat("0", 20<<10)
+	body, ct = multipartBody(t, thread, "read this", filePart{"a.pdf", "application/pdf", "%PDF"}, filePart{"b.pdf", "application/pdf", bigPDF})
+	resp = ts.do(t, testRequest{method: http.MethodPost, path: "/v1/deep-chat", as: alice, body: body, contentType: ct})
+	require.Equal(t, http.StatusOK, resp.Status, string(resp.Body))
+	msgs = ts.mustHistory(t, alice, thread)
+	require.Len(t, msgs, 6)
+	got := msgs[4].ContentBlocks
+	require.Len(t, got, 2)
+	assert.Equal(t, "resource", got[0]["type"])
+	assert.Equal(t, "resource_link", got[1]["type"])
+	uri, _ := got[1]["uri"].(string)
+	require.True(t, strings.HasPrefix(uri, "chatd:file/"), uri)
+	file := ts.do(t, testRequest{method: http.MethodGet, path: filePath(thread, strings.TrimPrefix(uri, "chatd:file/")), as: alice})
+	require.Equal(t, http.StatusOK, file.Status)
+	assert.Equal(t, bigPDF, string(file.Body))
+	body, ct = multipartBody(t, thread, "fake", filePart{"c.pdf", "application/pdf", "<html>" + strings.Repeat(" ", 10<<10)})
 	mustDeepChatError(t, ts.do(t, testRequest{method: http.MethodPost, path: "/v1/deep-chat", as: alice, body: body, contentType: ct}),
-		http.StatusUnsupportedMediaType, `"application/pdf"`)
+		http.StatusUnprocessableEntity, "files[0]")
 	body, ct = multipartBody(t, "", "hi")
 	mustDeepChatError(t, ts.do(t, testRequest{method: http.MethodPost, path: "/v1/deep-chat", as: alice, body: body, contentType: ct}),
 		http.StatusBadRequest, "thread_id: required")

@@ -70,6 +70,8 @@ var sentinels = []struct {
 	{store.ErrTurnNotFound, http.StatusNotFound, "not_found", "turn not found, or its events have expired"},
 	{turn.ErrIdempotencyConflict, http.StatusUnprocessableEntity, "idempotency_conflict", "Idempotency-Key was already used with a different request body"},
 	{store.ErrQuotaExceeded, http.StatusForbidden, "quota_exceeded", "you own as many threads as allowed; delete some to create more"},
+	{store.ErrFileNotFound, http.StatusNotFound, "not_found", "file not found"},
+	{store.ErrFileQuotaExceeded, http.StatusForbidden, "quota_exceeded", "your files take as many bytes as allowed; delete some to upload more"},
 	{store.ErrFull, http.StatusInsufficientStorage, "store_full", "the server's store is full; no new threads or turns until space is freed"},
 	{store.ErrMessageNotFound, http.StatusNotFound, "not_found", "message not found in this thread"},
 	{turn.ErrNotRegenerable, http.StatusUnprocessableEntity, "not_regenerable", "only an assistant's reply to a plain user message can be regenerated"},

@@ -48,18 +48,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty boo
 	limit := s.cfg.MaxBodyBytes
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "request body exceeds %d bytes", limit)
-		}
-		var netErr net.Error
-		if errors.As(err, &netErr) && netErr.Timeout() {
-			// CHATD_READ_TIMEOUT passed, or the server is shutting down.
-			return nil, errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time")
-		}
-		// Anything else that stops a body from arriving is the connection
-		// failing under it: the client is gone.
-		return nil, fmt.Errorf("reading the request body: %w: %w", errClientGone, err)
+		return nil, bodyReadError(err, limit)
 	}
 	if len(bytes.TrimSpace(body)) == 0 && allowEmpty {
 		// A body-less request needs no content type; one that names a
@@ -79,6 +68,23 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty boo
 		return nil, err
 	}
 	return body, nil
+}
+
+// bodyReadError is what a request body that failed to arrive, under a
+// limit of limit bytes, answers.
+func bodyReadError(err error, limit int64) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "request body exceeds %d bytes", limit)
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		// CHATD_READ_TIMEOUT passed, or the server is shutting down.
+		return errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time")
+	}
+	// Anything else that stops a body from arriving is the connection
+	// failing under it: the client is gone.
+	return fmt.Errorf("reading the request body: %w: %w", errClientGone, err)
 }
 
 func requireJSON(r *http.Request) error {

@@ -70,6 +70,9 @@ func (s *Server) handleAISDKChat(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkAttachments(req.Blocks); err != nil {
 		return err
 	}
+	if err := s.storeUploads(r.Context(), req.ThreadID, req.Blocks, req.Uploads); err != nil {
+		return err
+	}
 	var t *turn.Turn
 	continues := ""
 	if req.Answer != nil {
@@ -156,6 +159,9 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkAttachments(req.Blocks); err != nil {
 		return err
 	}
+	if err := s.storeUploads(r.Context(), req.ThreadID, req.Blocks, req.Uploads); err != nil {
+		return err
+	}
 	var t *turn.Turn
 	if req.Answer != nil {
 		t, err = s.beginAnswer(r, req.ThreadID, req.Answer, req.StopOnDisconnect)
@@ -187,6 +193,9 @@ type protocolTurn struct {
 func (s *Server) beginProtocolTurn(r *http.Request, threadID, text string, list []blocks.ContentBlock, idemKey string, body []byte, opts protocolTurn) (*turn.Turn, error) {
 	if !blocks.IsCanonicalID(threadID) {
 		return nil, store.ErrNotFound
+	}
+	if err := s.checkFileLinks(r.Context(), threadID, principalFrom(r.Context()), list, "messages"); err != nil {
+		return nil, err
 	}
 	return s.engine.Begin(r.Context(), turn.Plain{
 		ThreadID: threadID, Principal: principalFrom(r.Context()), Message: blocks.NewMessage(blocks.RoleUser, text, list, nil),

@@ -59,6 +59,9 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodGet, "/threads/{thread_id}", s.handle(s.handleGetThread))
 		r.Method(http.MethodPatch, "/threads/{thread_id}", s.handle(s.handleUpdateThread))
 		r.Method(http.MethodDelete, "/threads/{thread_id}", s.handle(s.handleDeleteThread))
+		r.Method(http.MethodPost, "/threads/{thread_id}/files", s.handle(s.handleUploadFile))
+		r.Method(http.MethodGet, "/threads/{thread_id}/files/{file_id}", s.handle(s.handleGetFile))
+		r.Method(http.MethodDelete, "/threads/{thread_id}/files/{file_id}", s.handle(s.handleDeleteFile))
 		r.Method(http.MethodPost, "/threads/{thread_id}/turns", s.handle(s.handleTurn))
 		r.Method(http.MethodPost, "/threads/{thread_id}/cancel", s.handle(s.handleCancel))
 		r.Method(http.MethodGet, "/threads/{thread_id}/turns/{turn_id}/events", s.handle(s.handleTurnEvents))
@@ -94,7 +97,7 @@ func allowedMethods(router chi.Routes, path string) []string {
 // configured origins. Credentials are never allowed: chatd authenticates
 // with headers, not cookies.
 func (s *Server) cors() func(http.Handler) http.Handler {
-	allowed := []string{"Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "X-Request-ID", "Accept"}
+	allowed := []string{"Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "X-Request-ID", "Accept", "Range", "If-None-Match"}
 	if s.cfg.PrincipalHeader != "" {
 		allowed = append(allowed, s.cfg.PrincipalHeader)
 	}
@@ -102,7 +105,7 @@ func (s *Server) cors() func(http.Handler) http.Handler {
 		AllowedOrigins:   s.cfg.CORSOrigins,
 		AllowedMethods:   []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPatch, http.MethodDelete},
 		AllowedHeaders:   allowed,
-		ExposedHeaders:   []string{"Location", "X-Request-ID", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"},
+		ExposedHeaders:   []string{"Location", "X-Request-ID", "Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Content-Disposition", "ETag", "Content-Range"},
 		AllowCredentials: false,
 		MaxAge:           600,
 	})

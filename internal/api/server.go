@@ -27,6 +27,7 @@ import (
 // through internal/turn, which declares what it needs of the same store.
 type Store interface {
 	turn.Store
+	FileStore
 	// CreateThread persists a new thread.
 	CreateThread(ctx context.Context, t store.Thread) error
 	// DeleteThread removes the thread and everything it holds; store.ErrNotFound.
@@ -56,6 +57,9 @@ type UI interface {
 // The settings of turns themselves are the engine's (turn.Config).
 type Config struct {
 	MaxBodyBytes int64
+	// MaxFileBytes caps an uploaded file's bytes (413 beyond); its
+	// upload's body may be that large, whatever MaxBodyBytes.
+	MaxFileBytes int64
 	// MaxBlocks caps the content blocks of one message (422 beyond).
 	MaxBlocks int
 	// MaxJSONDepth caps the nesting of any request body (400 beyond).
@@ -91,6 +95,7 @@ type Config struct {
 // set them.
 var DefaultConfig = Config{
 	MaxBodyBytes:      1 << 20,
+	MaxFileBytes:      10 << 20,
 	MaxBlocks:         256,
 	MaxJSONDepth:      64,
 	HeartbeatInterval: 15 * time.Second,
@@ -105,6 +110,9 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.MaxFileBytes <= 0 {
+		c.MaxFileBytes = d.MaxFileBytes
 	}
 	if c.MaxBlocks <= 0 {
 		c.MaxBlocks = d.MaxBlocks

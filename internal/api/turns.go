@@ -67,6 +67,9 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	principal := principalFrom(r.Context())
+	if err := s.checkFileLinks(r.Context(), id, principal, in.message.ContentBlocks, "content_blocks"); err != nil {
+		return err
+	}
 	stream := wantsStream(r)
 	t, err := s.engine.Begin(r.Context(), turn.Plain{
 		ThreadID: id, Principal: principal, Message: in.message,

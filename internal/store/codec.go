@@ -46,6 +46,9 @@ func withDefaults(opts Options) Options {
 	if opts.WaitTimeout <= 0 {
 		opts.WaitTimeout = DefaultOptions.WaitTimeout
 	}
+	if opts.FilesMaxBytes <= 0 {
+		opts.FilesMaxBytes = DefaultOptions.FilesMaxBytes
+	}
 	return opts
 }
 

@@ -78,6 +78,20 @@
 //	                        lives TurnEventsTTL after it
 //	chatd:{T}:idem          hash: "<len(principal)>:<principal>:<key>" → record JSON
 //	chatd:{T}:idemexp       sorted set: the same fields scored by expiry (ms)
+//	chatd:{T}:files         hash: file ID → size, the thread's files
+//	chatd:{T}:file:<id>     hash: r (the file's record JSON), n (its number
+//	                        of pieces) and 0…n-1, its bytes in pieces that
+//	                        each fill an allocator size class, so a file of
+//	                        16 KiB or more takes at most 1.05× its size
+//	                        (fileChunks); expires with the thread, and
+//	                        commits refresh it with the thread
+//
+// A principal's file quota is chatd:{p:<digest>}:files, on the principal's
+// slot: a hash of "<thread ID>/<file ID>" → size, and total. An upload
+// counts its file there before writing it; a deletion frees it after. A
+// file that expired with its thread, or whose freeing did not arrive, is
+// reclaimed when the quota is next reached (the file's key no longer
+// exists).
 //
 // A turn log's record is one event, its name and data as the caller gave
 // them, which the store does not read:

@@ -21,6 +21,8 @@ type Memory struct {
 	// owners indexes threads by owner, for ListThreads.
 	owners map[string]map[string]*memThread
 	usage  usage
+	// fs holds the threads' files.
+	fs memFiles
 }
 
 // usage is the embedded store's account of the bytes it holds, against
@@ -38,6 +40,15 @@ type usage struct {
 func (u *usage) admit() error {
 	if u.used >= u.max {
 		return fmt.Errorf("store: %d of %d bytes used: %w", u.used, u.max, ErrFull)
+	}
+	return nil
+}
+
+// admitBytes returns ErrFull when n more bytes would take the store past
+// its bound: a file is admitted whole or not at all.
+func (u *usage) admitBytes(n int64) error {
+	if u.used+n > u.max {
+		return fmt.Errorf("store: %d of %d bytes used, %d more asked: %w", u.used, u.max, n, ErrFull)
 	}
 	return nil
 }
@@ -149,6 +160,7 @@ func (m *Memory) settle(th *memThread) {
 func (m *Memory) drop(id string, th *memThread) {
 	m.usage.release(th.held)
 	th.held = 0
+	m.dropFiles(id, th.thread.Owner)
 	delete(m.threads, id)
 	owned := m.owners[th.thread.Owner]
 	delete(owned, id)

@@ -74,13 +74,14 @@ func (r *Redis) GetThread(ctx context.Context, threadID, principal string) (Thre
 // DeleteThread removes the thread and every key it owns. It returns
 // ErrNotFound when the thread does not exist or principal does not own it.
 func (r *Redis) DeleteThread(ctx context.Context, threadID, principal string) error {
-	status, _, err := r.runWrite(ctx, "delete thread", deleteThreadCall{k: keysFor(threadID), principal: principal},
+	status, reply, err := r.runWrite(ctx, "delete thread", deleteThreadCall{k: keysFor(threadID), principal: principal},
 		func(pipe redis.Pipeliner) { pipe.ZRem(ctx, ownerKey(principal), threadID) })
 	if err != nil {
 		return err
 	}
 	switch status {
 	case "OK":
+		r.freeThreadFiles(ctx, principal, threadID, reply)
 		return nil
 	case "NOTFOUND":
 		return fmt.Errorf("store: thread %s: %w", threadID, ErrNotFound)

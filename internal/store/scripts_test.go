@@ -97,6 +97,11 @@ func TestScriptArgs(t *testing.T) {
 		{"history_page.lua", historyPageCall{k: k}, false},
 		{"append_events.lua", appendEventsCall{k: k}, false},
 		{"turn_events.lua", turnEventsCall{k: k}, false},
+		{"put_file.lua", putFileCall{threadID: "t"}, false},
+		{"get_file.lua", getFileCall{threadID: "t"}, false},
+		{"delete_file.lua", deleteFileCall{threadID: "t"}, false},
+		{"reserve_file.lua", reserveFileCall{}, false},
+		{"unreserve_files.lua", unreserveFilesCall{}, false},
 	}
 	files, err := fs.Glob(luaFiles, "lua/*.lua")
 	require.NoError(t, err)

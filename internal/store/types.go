@@ -362,6 +362,9 @@ type Options struct {
 	// MaxThreads caps the live threads one principal owns; CreateThread
 	// beyond it returns ErrQuotaExceeded.
 	MaxThreads int
+	// FilesMaxBytes caps the bytes of the files one principal keeps
+	// (PutFile beyond it returns ErrFileQuotaExceeded).
+	FilesMaxBytes int64
 	// IdempotencyTTL is how long an idempotency record is replayed.
 	IdempotencyTTL time.Duration
 	// TurnEventsTTL is how long a turn's event log outlives the turn.
@@ -390,6 +393,7 @@ var DefaultOptions = Options{
 	HistoryMaxBytes: 16 << 20,
 	MemoryMaxBytes:  256 << 20,
 	MaxThreads:      10000,
+	FilesMaxBytes:   100 << 20,
 	IdempotencyTTL:  24 * time.Hour,
 	TurnEventsTTL:   10 * time.Minute,
 	WaitTimeout:     time.Second,

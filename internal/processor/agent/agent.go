@@ -64,6 +64,16 @@ type Config struct {
 	// HTTPClient makes the model requests; nil uses a client of its own that
 	// keeps connections to the model open for reuse.
 	HTTPClient *http.Client
+	// Inputs are the kinds of a user message's blocks the model is given
+	// as themselves (InputImage, InputAudio, InputFile); the others, and
+	// all of them when Inputs is empty, are text summaries.
+	Inputs []string
+	// TextFileBytes bounds the text of one text file or text resource
+	// given to the model (DefaultTextFileBytes when zero).
+	TextFileBytes int
+	// Files reads the stored files a message links; nil gives the model
+	// their summaries only.
+	Files FileReader
 }
 
 // Agent is a processor backed by an OpenAI-compatible Chat Completions
@@ -76,6 +86,7 @@ type Agent struct {
 	model   chatModel
 	system  []byte // the system prompt's message, encoded; nil without one
 	history *historyCache
+	inputs  inputs
 }
 
 // New checks cfg and returns the agent.
@@ -96,6 +107,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.HistoryWindow < 0 {
 		errs = append(errs, fmt.Errorf("history_window %d: must not be negative", cfg.HistoryWindow))
 	}
+	if err := CheckInputs(cfg.Inputs); err != nil {
+		errs = append(errs, fmt.Errorf("inputs: %w", err))
+	}
 	for _, g := range append(append([]string(nil), cfg.Confirm...), cfg.NoConfirm...) {
 		if _, err := path.Match(g, ""); err != nil {
 			errs = append(errs, fmt.Errorf("tool glob %q: %v", g, err))
@@ -104,7 +118,7 @@ func New(cfg Config) (*Agent, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, model: newChatModel(cfg), history: newHistoryCache()}
+	a := &Agent{cfg: cfg, model: newChatModel(cfg), history: newHistoryCache(), inputs: newInputs(cfg)}
 	if fixedTools(cfg.Tools) {
 		ts, err := a.tools(context.Background())
 		if err != nil {
@@ -179,11 +193,7 @@ func (t *turn) process(ctx context.Context, in processor.Input) (processor.Outpu
 	case in.Message != nil:
 		t.conv = historyMessages(history)
 		t.start, t.since = len(t.conv), in.Message.ID
-		text := messageText(*in.Message)
-		if text == "" {
-			text = "(empty message)"
-		}
-		t.conv = append(t.conv, message{Role: roleUser, Content: text})
+		t.conv = append(t.conv, a.inputs.userMessage(ctx, in))
 	default:
 		return processor.Output{}, errors.New("agent: no message to answer")
 	}

@@ -19,6 +19,11 @@ type message struct {
 	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 
+	// parts, when set, is a user message's content as parts (images,
+	// audio, files) for the request; Content is its text form, which a
+	// pause state keeps.
+	parts []wirePart
+
 	// wire is the message encoded for the request, once (see encode).
 	wire []byte
 }
@@ -27,6 +32,9 @@ type message struct {
 // time: a conversation is sent again with every model call of a turn, and
 // history messages come encoded from the agent's cache.
 func (m *message) encode() []byte {
+	if m.wire == nil && m.parts != nil {
+		m.wire = encodeParts(m.Role, m.parts)
+	}
 	if m.wire == nil {
 		w := wireMessage{Role: m.Role, ToolCallID: m.ToolCallID}
 		if m.Content != "" || len(m.ToolCalls) == 0 {

@@ -25,6 +25,7 @@ import (
 //	    max_tokens_per_turn: 20000           # optional: input+output tokens per turn
 //	    history_window: 20                   # messages the model sees
 //	    temperature: 0.2                     # optional
+//	    inputs: [image, audio, file]         # given to the model as themselves, not summaries
 //	    tools:
 //	      ask_user: true
 //	      mcp: [files]                       # servers of mcp_servers
@@ -325,6 +326,11 @@ func (p *fileParser) agentField(a *FileAgent, key string, v *yaml.Node, field st
 		}
 	case "tools":
 		p.tools(v, field, a)
+	case "inputs":
+		a.Config.Inputs = p.strs(v, field)
+		if err := CheckInputs(a.Config.Inputs); err != nil {
+			p.errorf(v, field, "%v", err)
+		}
 	default:
 		return false
 	}

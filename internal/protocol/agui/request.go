@@ -19,6 +19,9 @@ type Request struct {
 	// Text and Blocks are the user's message (when Answer is nil).
 	Text   string
 	Blocks []blocks.ContentBlock
+	// Uploads are the message's attachments to store as files first, each
+	// linked at its place in Blocks.
+	Uploads []protocol.Upload
 	// Answer is set when the run resumes the interrupt: the resume entry
 	// that answers it. Its MessageID is empty: AG-UI names no message to
 	// continue.
@@ -65,9 +68,14 @@ type message struct {
 }
 
 type contentPart struct {
-	Type   string `json:"type"`
-	Text   string `json:"text"`
-	Source struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+	// binary, the part earlier AG-UI versions sent files as.
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"`
+	URL      string `json:"url"`
+	Filename string `json:"filename"`
+	Source   struct {
 		Type     string `json:"type"`
 		Value    string `json:"value"`
 		MimeType string `json:"mimeType"`
@@ -147,7 +155,8 @@ func readResume(entries []resumeEntry) (*protocol.Answer, error) {
 }
 
 // readContent takes a user message's content: a string, or parts whose text
-// is the turn's text and whose inline images and audio are its blocks.
+// is the turn's text and whose inline attachments (images, audio, video,
+// documents, and the earlier binary parts) are its blocks.
 func readContent(out *Request, raw json.RawMessage, path string) error {
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
@@ -158,27 +167,40 @@ func readContent(out *Request, raw json.RawMessage, path string) error {
 			return protocol.Inputf("%s: must be a string or an array of content parts: %s", path, err)
 		}
 		var texts []string
+		var att protocol.Attachments
 		verr := &blocks.ValidationError{}
 		for i, p := range parts {
 			partPath := fmt.Sprintf("%s[%d]", path, i)
 			switch p.Type {
 			case "text":
 				texts = append(texts, p.Text)
-			case "image", "audio":
+			case "image", "audio", "video", "document":
 				if p.Source.Type != "data" {
 					verr.Add(partPath+".source", `only inline data sources ("type": "data") become content blocks; chatd does not fetch attachments`)
 					continue
 				}
-				block, err := protocol.MediaBlock("data:"+p.Source.MimeType+";base64,"+p.Source.Value, p.Source.MimeType, partPath+".source")
-				verr.Merge(err)
-				out.Blocks = append(out.Blocks, block)
+				if kind := p.Type; kind != "document" && !strings.HasPrefix(strings.ToLower(p.Source.MimeType), kind+"/") {
+					verr.Add(partPath+".source", fmt.Sprintf("mimeType %q: an %s part holds %s/*", p.Source.MimeType, kind, kind))
+					continue
+				}
+				verr.Merge(att.AddData("", p.Source.MimeType, p.Source.Value, partPath+".source"))
+			case "binary":
+				switch {
+				case p.Data != "":
+					verr.Merge(att.AddData(p.Filename, p.MimeType, p.Data, partPath+".data"))
+				case strings.HasPrefix(p.URL, protocol.FileURIPrefix):
+					verr.Merge(att.AddURL(p.Filename, p.MimeType, p.URL, partPath+".url"))
+				default:
+					verr.Add(partPath+".data", "required: chatd does not fetch attachments (a chatd:file/<id> url links an uploaded file)")
+				}
 			default:
-				verr.Add(partPath+".type", fmt.Sprintf("%q parts are not supported; use text, image or audio", p.Type))
+				verr.Add(partPath+".type", fmt.Sprintf("%q parts are not supported; use text, image, audio, video, document or binary", p.Type))
 			}
 		}
 		if err := verr.Err(); err != nil {
 			return err
 		}
+		out.Blocks, out.Uploads = att.Blocks, att.Uploads
 		out.Text = strings.Join(texts, "\n")
 	}
 	return protocol.RequireContent(out.Text, out.Blocks, path)

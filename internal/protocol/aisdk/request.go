@@ -18,6 +18,9 @@ type Request struct {
 	// Text and Blocks are the user's message (when Answer is nil).
 	Text   string
 	Blocks []blocks.ContentBlock
+	// Uploads are the message's attachments to store as files first, each
+	// linked at its place in Blocks.
+	Uploads []protocol.Upload
 	// Answer is set when the last message holds the output of the
 	// elicitation tool; its MessageID is the UI message the answer
 	// continues: the request's messageId, else the ID of the message
@@ -56,6 +59,7 @@ type uiPart struct {
 	// file
 	MediaType string `json:"mediaType"`
 	URL       string `json:"url"`
+	Filename  string `json:"filename"`
 	// data-content-block
 	Data json.RawMessage `json:"data"`
 	// tool-elicitation and dynamic-tool
@@ -113,9 +117,11 @@ func DecodeRequest(body []byte) (Request, error) {
 }
 
 // readUserMessage takes a user message's text parts as the turn's text and
-// its images, audio and content-block data parts as its blocks.
+// its file parts (data: URLs and chatd:file/ links) and content-block data
+// parts as its blocks.
 func readUserMessage(out *Request, msg uiMessage, path string) error {
 	var texts []string
+	var att protocol.Attachments
 	verr := &blocks.ValidationError{}
 	for i, raw := range msg.Parts {
 		partPath := fmt.Sprintf("%s.parts[%d]", path, i)
@@ -130,15 +136,13 @@ func readUserMessage(out *Request, msg uiMessage, path string) error {
 			}
 			texts = append(texts, *p.Text)
 		case "file":
-			block, err := protocol.MediaBlock(p.URL, p.MediaType, partPath+".url")
-			verr.Merge(err)
-			out.Blocks = append(out.Blocks, block)
+			verr.Merge(att.AddURL(p.Filename, p.MediaType, p.URL, partPath+".url"))
 		case DataContentBlock:
 			block, err := blocks.Decode(p.Data)
 			if err != nil {
 				verr.Merge(protocol.Prefixed(err, partPath+".data"))
 			}
-			out.Blocks = append(out.Blocks, block)
+			att.Blocks = append(att.Blocks, block)
 		}
 		// Other parts (step boundaries, sources, reasoning) carry nothing
 		// of the user's message.
@@ -146,6 +150,7 @@ func readUserMessage(out *Request, msg uiMessage, path string) error {
 	if err := verr.Err(); err != nil {
 		return err
 	}
+	out.Blocks, out.Uploads = att.Blocks, att.Uploads
 	out.Text = strings.Join(texts, "\n")
 	return protocol.RequireContent(out.Text, out.Blocks, path+".parts")
 }

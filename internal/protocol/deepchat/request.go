@@ -1,7 +1,6 @@
 package deepchat
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,23 +17,17 @@ import (
 // message in the thread named by the thread_id body prop.
 type Request struct {
 	ThreadID string
-	// Text and Blocks are the user's message: its text and the images and
-	// audio deep-chat sent as files.
+	// Text and Blocks are the user's message: its text and the files
+	// deep-chat sent (images and audio as their blocks, others as embedded
+	// resources or, when large, Uploads).
 	Text   string
 	Blocks []blocks.ContentBlock
+	// Uploads are the files to store first, each linked at its place in
+	// Blocks.
+	Uploads []protocol.Upload
 	// Stream is whether deep-chat asked for a stream (connect.stream),
 	// which it says in the Accept header: the caller sets it.
 	Stream bool
-}
-
-// UnsupportedFileError is a file deep-chat sent that cannot become a content
-// block: only images and audio can.
-type UnsupportedFileError struct {
-	Name, MediaType string
-}
-
-func (e *UnsupportedFileError) Error() string {
-	return fmt.Sprintf("file %q of type %q: only images and audio can be attached", e.Name, e.MediaType)
 }
 
 type body struct {
@@ -54,15 +47,16 @@ func DecodeJSON(data []byte) (Request, error) {
 	if err := protocol.Decode(data, &in); err != nil {
 		return Request{}, protocol.Inputf("malformed deep-chat body: %s", err)
 	}
-	return readBody(in, nil)
+	return readBody(in, protocol.Attachments{})
 }
 
-func readBody(in body, files []blocks.ContentBlock) (Request, error) {
+func readBody(in body, att protocol.Attachments) (Request, error) {
+	files := att.Blocks
 	threadID, err := protocol.ThreadID(in.ThreadID, "thread_id")
 	if err != nil {
 		return Request{}, protocol.Inputf("thread_id: required (give the chatd thread ID in connect.additionalBodyProps)")
 	}
-	out := Request{ThreadID: threadID, Blocks: files}
+	out := Request{ThreadID: threadID, Blocks: files, Uploads: att.Uploads}
 	if len(in.Messages) == 0 {
 		if len(files) == 0 {
 			return Request{}, protocol.Inputf("messages: must end with the user's message")
@@ -88,13 +82,15 @@ func readBody(in body, files []blocks.ContentBlock) (Request, error) {
 
 // DecodeMultipart reads the multipart body deep-chat sends with files:
 // files parts, the body props as fields, and the messages as message1,
-// message2… fields of JSON. Images and audio become content blocks; any
-// other file is an *UnsupportedFileError. A file larger than maxFile bytes
-// is an *protocol.InputError, as is anything else chatd cannot read.
-func DecodeMultipart(mr *multipart.Reader, maxFile int64) (Request, error) {
+// message2… fields of JSON. Images and audio become content blocks, other
+// files embedded resources or Uploads (see protocol.Attachments). A file
+// larger than maxFile bytes is an *protocol.InputError, as is anything else
+// chatd cannot read; other parts are held to maxField.
+func DecodeMultipart(mr *multipart.Reader, maxFile, maxField int64) (Request, error) {
 	var in body
 	numbered := map[int]json.RawMessage{}
-	var files []blocks.ContentBlock
+	var att protocol.Attachments
+	nfiles := 0
 	for i := 0; ; i++ {
 		part, err := mr.NextPart()
 		if err == io.EOF {
@@ -104,21 +100,24 @@ func DecodeMultipart(mr *multipart.Reader, maxFile int64) (Request, error) {
 			return Request{}, protocol.Inputf("malformed multipart body: %s", err)
 		}
 		name := part.FormName()
-		data, err := io.ReadAll(io.LimitReader(part, maxFile+1))
+		limit := maxField
+		if name == "files" {
+			limit = maxFile
+		}
+		data, err := io.ReadAll(io.LimitReader(part, limit+1))
 		part.Close()
 		if err != nil {
 			return Request{}, protocol.Inputf("malformed multipart body: %s", err)
 		}
-		if int64(len(data)) > maxFile {
-			return Request{}, protocol.Inputf("%s: part larger than %d bytes", name, maxFile)
+		if int64(len(data)) > limit {
+			return Request{}, &TooLargeError{Part: name, Limit: limit}
 		}
 		switch {
 		case name == "files":
-			block, err := fileBlock(part.FileName(), part.Header.Get("Content-Type"), data, len(files))
-			if err != nil {
+			if err := att.AddBytes(part.FileName(), part.Header.Get("Content-Type"), data, fmt.Sprintf("files[%d]", nfiles)); err != nil {
 				return Request{}, err
 			}
-			files = append(files, block)
+			nfiles++
 		case name == "thread_id":
 			id := string(data)
 			in.ThreadID = &id
@@ -138,14 +137,15 @@ func DecodeMultipart(mr *multipart.Reader, maxFile int64) (Request, error) {
 	for _, n := range keys {
 		in.Messages = append(in.Messages, numbered[n])
 	}
-	return readBody(in, files)
+	return readBody(in, att)
 }
 
-// fileBlock turns an uploaded file into an image or audio block.
-func fileBlock(name, mediaType string, data []byte, i int) (blocks.ContentBlock, error) {
-	mediaType = strings.ToLower(strings.TrimSpace(strings.Split(mediaType, ";")[0]))
-	if !strings.HasPrefix(mediaType, "image/") && !strings.HasPrefix(mediaType, "audio/") {
-		return blocks.ContentBlock{}, &UnsupportedFileError{Name: name, MediaType: mediaType}
-	}
-	return protocol.MediaBlock("data:"+mediaType+";base64,"+base64.StdEncoding.EncodeToString(data), mediaType, fmt.Sprintf("files[%d]", i))
+// TooLargeError is a multipart part over its limit.
+type TooLargeError struct {
+	Part  string
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s: part larger than %d bytes", e.Part, e.Limit)
 }

@@ -92,6 +92,7 @@ if idem_field ~= '' then
 end
 if preview ~= '' then redis.call('HSETNX', thread_key, 'preview', preview) end
 redis.call('PEXPIRE', thread_key, thread_ttl_ms)
+touch_files(thread_key, thread_ttl_ms)
 redis.call('PEXPIRE', history_key, thread_ttl_ms)
 redis.call('PEXPIRE', elicitations_key, thread_ttl_ms)
 if events_ttl_ms ~= '0' then close_log(log_key, last_event, log_records, events_ttl_ms) end

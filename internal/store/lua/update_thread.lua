@@ -36,6 +36,7 @@ if set_title == '1' then
 end
 redis.call('HSET', thread_key, 'updated', updated)
 redis.call('PEXPIRE', thread_key, thread_ttl_ms)
+touch_files(thread_key, thread_ttl_ms)
 local out = thread_reply({'OK'}, owned_thread(thread_key, principal), lock_key)
 out[#out + 1] = tree_head_id(thread_key, msgs_key, msgdata_key, history_key, tree_key)
 return out

@@ -476,3 +476,72 @@ test('ag-ui: a stopped run finishes with success after the partial text', async 
   const custom = events.find((e) => e.type === 'CUSTOM' && e.name === 'chatd.content_blocks');
   assert.equal(custom.value._meta['drupal.org/ai.stopped'], true);
 });
+
+// --- Attachments that are files ---
+
+const b64 = (bytes) => Buffer.from(bytes).toString('base64');
+const bigPDF = '%PDF-1.7\n' + '0'.repeat(20 * 1024);
+
+// download reads a stored file as its owner.
+async function download(threadId, uri, headers = alice) {
+  const res = await fetch(`${base}/v1/threads/${threadId}/files/${uri.slice('chatd:file/'.length)}`, { headers });
+  return { status: res.status, text: await res.text(), type: res.headers.get('content-type') };
+}
+
+test('ai-sdk: file parts become embedded resources, stored files and links', async () => {
+  const thread = await newThread();
+  // A file uploaded first, then named by its chatd:file URL.
+  const upload = await fetch(`${base}/v1/threads/${thread}/files?name=notes.txt`, {
+    method: 'POST', headers: { ...alice, 'content-type': 'text/plain' }, body: 'my notes',
+  });
+  assert.equal(upload.status, 201);
+  const uploaded = await upload.json();
+  const files = [
+    { type: 'file', mediaType: 'text/plain', filename: 'small.txt', url: 'data:text/plain;base64,' + b64('hi there') },
+    { type: 'file', mediaType: 'application/pdf', filename: 'big.pdf', url: 'data:application/pdf;base64,' + b64(bigPDF) },
+    { type: 'file', mediaType: 'text/plain', filename: 'notes.txt', url: uploaded.uri },
+  ];
+  const { message } = await reply(thread, userMessage('read these', files));
+  assert.equal(textOf(message), 'read these');
+  const [sent] = await history(thread);
+  assert.equal(sent.content_blocks.length, 3);
+  assert.deepEqual(sent.content_blocks[0], { type: 'resource', resource: { uri: 'attachment:small.txt', mimeType: 'text/plain', text: 'hi there' } });
+  const stored = sent.content_blocks[1];
+  assert.equal(stored.type, 'resource_link');
+  assert.equal(stored.name, 'big.pdf');
+  assert.equal(stored.mimeType, 'application/pdf');
+  assert.equal(stored.size, bigPDF.length);
+  const got = await download(thread, stored.uri);
+  assert.equal(got.status, 200);
+  assert.equal(got.text, bigPDF);
+  assert.equal((await download(thread, stored.uri, bob)).status, 404);
+  assert.equal(sent.content_blocks[2].uri, uploaded.uri);
+
+  // A file of another thread cannot be linked.
+  const other = await newThread();
+  const refused = await transport().sendMessages({
+    chatId: other, messages: [userMessage('steal', [files[2]])], trigger: 'submit-message', messageId: undefined, abortSignal: undefined,
+  }).then(async (stream) => { const parts = []; for await (const p of stream) parts.push(p); return parts; }, (err) => err);
+  const errorPart = Array.isArray(refused) ? refused.find((p) => p.type === 'error') : undefined;
+  assert.ok(errorPart || refused instanceof Error, 'linking another thread\'s file fails');
+  assert.deepEqual(await history(other), []);
+});
+
+test('ag-ui: document and binary parts become blocks and stored files', async () => {
+  const thread = await newThread();
+  const agent = newAgent(thread);
+  say(agent, [
+    { type: 'text', text: 'look' },
+    { type: 'document', source: { type: 'data', value: b64(bigPDF), mimeType: 'application/pdf' } },
+    { type: 'document', source: { type: 'data', value: b64('# small'), mimeType: 'text/markdown' } },
+    { type: 'binary', mimeType: 'image/png', data: 'iVBORw0KGgo=', filename: 'dot.png' },
+  ]);
+  const { failure } = await run(agent);
+  assert.equal(failure, undefined);
+  const [sent] = await history(thread);
+  assert.equal(sent.content_blocks.length, 3);
+  assert.equal(sent.content_blocks[0].type, 'resource_link');
+  assert.equal((await download(thread, sent.content_blocks[0].uri)).text, bigPDF);
+  assert.deepEqual(sent.content_blocks[1], { type: 'resource', resource: { uri: 'attachment:attachment', mimeType: 'text/markdown', text: '# small' } });
+  assert.deepEqual(sent.content_blocks[2], { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' });
+});

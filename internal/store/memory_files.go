@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// memFile is a stored file and its bytes.
+type memFile struct {
+	file File
+	data []byte
+}
+
+// memFiles are the embedded store's files, kept beside the threads (a
+// thread's files go when memThread goes, through dropFiles): files[thread
+// ID][file ID], and the bytes each principal keeps, against FilesMaxBytes.
+// A file's bytes count against MemoryMaxBytes like a thread's.
+type memFiles struct {
+	files map[string]map[string]*memFile
+	usage map[string]int64
+}
+
+// fileRecordOverhead is what the footprint adds to a file's bytes for its
+// record.
+const fileRecordOverhead = 256
+
+func (f *memFile) footprint() int64 { return fileRecordOverhead + int64(len(f.data)) }
+
+// PutFile stores a file of the principal's thread f.ThreadID. It returns
+// ErrNotFound for a thread that is not the principal's, ErrFileQuotaExceeded
+// when the principal's files would exceed FilesMaxBytes, and ErrFull when
+// the store holds MemoryMaxBytes.
+func (m *Memory) PutFile(ctx context.Context, principal string, f File, data []byte) error {
+	if err := checkFile(f, data); err != nil {
+		return err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.owned(f.ThreadID, principal, now); err != nil {
+		return err
+	}
+	stored := &memFile{file: f, data: append([]byte(nil), data...)}
+	if err := m.usage.admitBytes(stored.footprint()); err != nil {
+		return err
+	}
+	if m.fs.usage[principal]+f.Size > m.opts.FilesMaxBytes {
+		return fmt.Errorf("store: principal keeps %d bytes of files: %w", m.fs.usage[principal], ErrFileQuotaExceeded)
+	}
+	if m.fs.files == nil {
+		m.fs.files = make(map[string]map[string]*memFile)
+		m.fs.usage = make(map[string]int64)
+	}
+	if m.fs.files[f.ThreadID] == nil {
+		m.fs.files[f.ThreadID] = make(map[string]*memFile)
+	}
+	m.fs.files[f.ThreadID][f.ID] = stored
+	m.fs.usage[principal] += f.Size
+	m.usage.charge(stored.footprint())
+	return nil
+}
+
+// StatFile returns the record of a file of the principal's thread:
+// ErrFileNotFound when the thread holds no such file or is not the
+// principal's.
+func (m *Memory) StatFile(ctx context.Context, threadID, principal, fileID string) (File, error) {
+	f, err := m.file(threadID, principal, fileID)
+	if err != nil {
+		return File{}, err
+	}
+	return f.file, nil
+}
+
+// GetFile returns a file of the principal's thread and its bytes (which the
+// caller must not change): ErrFileNotFound as StatFile.
+func (m *Memory) GetFile(ctx context.Context, threadID, principal, fileID string) (File, []byte, error) {
+	f, err := m.file(threadID, principal, fileID)
+	if err != nil {
+		return File{}, nil, err
+	}
+	return f.file, f.data, nil
+}
+
+func (m *Memory) file(threadID, principal, fileID string) (*memFile, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.owned(threadID, principal, now); err != nil {
+		return nil, fmt.Errorf("store: file %s: %w", fileID, ErrFileNotFound)
+	}
+	f := m.fs.files[threadID][fileID]
+	if f == nil {
+		return nil, fmt.Errorf("store: file %s: %w", fileID, ErrFileNotFound)
+	}
+	return f, nil
+}
+
+// DeleteFile removes a file of the principal's thread, freeing its bytes
+// from the principal's quota: ErrFileNotFound as StatFile.
+func (m *Memory) DeleteFile(ctx context.Context, threadID, principal, fileID string) error {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.owned(threadID, principal, now); err != nil {
+		return fmt.Errorf("store: file %s: %w", fileID, ErrFileNotFound)
+	}
+	f := m.fs.files[threadID][fileID]
+	if f == nil {
+		return fmt.Errorf("store: file %s: %w", fileID, ErrFileNotFound)
+	}
+	delete(m.fs.files[threadID], fileID)
+	m.release(principal, f)
+	return nil
+}
+
+// dropFiles removes every file of a thread being dropped; the caller holds
+// m.mu.
+func (m *Memory) dropFiles(threadID, owner string) {
+	for _, f := range m.fs.files[threadID] {
+		m.release(owner, f)
+	}
+	delete(m.fs.files, threadID)
+}
+
+// release frees a removed file's bytes; the caller holds m.mu.
+func (m *Memory) release(owner string, f *memFile) {
+	m.usage.release(f.footprint())
+	if m.fs.usage[owner] -= f.file.Size; m.fs.usage[owner] <= 0 {
+		delete(m.fs.usage, owner)
+	}
+}

@@ -1,0 +1,294 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A thread's files live on its slot: chatd:{T}:files, the index of its
+// files (file ID → size), and chatd:{T}:file:<id>, a hash of the file's
+// record (r), its number of pieces (n) and its bytes in pieces (0…n-1, see
+// fileChunks); both expire with the thread, and commits refresh them with
+// it. A principal's quota is a hash on the principal's slot,
+// chatd:{p:<digest>}:files: "<thread ID>/<file ID>" → size, and total.
+
+func filesIndexKey(threadID string) string { return "chatd:{" + threadID + "}:files" }
+
+func fileKey(threadID, fileID string) string { return "chatd:{" + threadID + "}:file:" + fileID }
+
+func fileQuotaKey(principal string) string {
+	sum := sha256.Sum256([]byte(principal))
+	return "chatd:{p:" + hex.EncodeToString(sum[:16]) + "}:files"
+}
+
+func quotaField(threadID, fileID string) string { return threadID + "/" + fileID }
+
+// PutFile stores a file of the principal's thread f.ThreadID. It returns
+// ErrNotFound for a thread that is not the principal's,
+// ErrFileQuotaExceeded when the principal's files would exceed
+// FilesMaxBytes, and ErrUnavailable.
+func (r *Redis) PutFile(ctx context.Context, principal string, f File, data []byte) error {
+	if err := checkFile(f, data); err != nil {
+		return err
+	}
+	record, err := encodeFile(f)
+	if err != nil {
+		return err
+	}
+	if err := r.reserveFile(ctx, principal, f); err != nil {
+		return err
+	}
+	call := putFileCall{threadID: f.ThreadID, principal: principal, fileID: f.ID, record: record, size: f.Size, data: data}
+	status, _, err := r.runWrite(ctx, "put file", call, func(redis.Pipeliner) {})
+	if err != nil {
+		// The file may have been written; a quota entry whose file does
+		// not exist is reclaimed when the quota is next reached.
+		return err
+	}
+	switch status {
+	case "OK":
+		return nil
+	case "NOTFOUND":
+		r.unreserveFiles(ctx, principal, []string{quotaField(f.ThreadID, f.ID)})
+		return fmt.Errorf("store: thread %s: %w", f.ThreadID, ErrNotFound)
+	}
+	return unexpectedStatus("put file", status)
+}
+
+// reserveFile counts f against the principal's quota. A full quota may
+// count files that are gone (expired with their thread, or whose deletion
+// did not reach the quota): those are reclaimed and the file counted again.
+func (r *Redis) reserveFile(ctx context.Context, principal string, f File) error {
+	call := reserveFileCall{quota: fileQuotaKey(principal), field: quotaField(f.ThreadID, f.ID), size: f.Size,
+		max: r.opts.FilesMaxBytes, ttl: r.opts.ThreadTTL}
+	for attempt := 0; ; attempt++ {
+		status, _, err := r.run(ctx, "count file", call)
+		if err != nil {
+			return err
+		}
+		switch {
+		case status == "OK":
+			return nil
+		case status != "FULL":
+			return unexpectedStatus("count file", status)
+		case attempt > 0:
+			return fmt.Errorf("store: %d bytes of files: %w", r.opts.FilesMaxBytes, ErrFileQuotaExceeded)
+		}
+		reclaimed, err := r.reclaimQuota(ctx, principal)
+		if err != nil {
+			return err
+		}
+		if reclaimed == 0 {
+			return fmt.Errorf("store: %d bytes of files: %w", r.opts.FilesMaxBytes, ErrFileQuotaExceeded)
+		}
+	}
+}
+
+// reclaimQuota frees the quota entries of the principal's files that no
+// longer exist and returns how many it freed.
+func (r *Redis) reclaimQuota(ctx context.Context, principal string) (int, error) {
+	key := fileQuotaKey(principal)
+	var fields []string
+	iter := r.client.HScan(ctx, key, 0, "*/*", 256).Iterator()
+	for i := 0; iter.Next(ctx); i++ {
+		if i%2 == 0 { // fields and values alternate
+			fields = append(fields, iter.Val())
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return 0, wrapRedisError("count files", err)
+	}
+	exists := make([]*redis.IntCmd, len(fields))
+	if _, err := r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, field := range fields {
+			thread, file, _ := strings.Cut(field, "/")
+			exists[i] = pipe.Exists(ctx, fileKey(thread, file))
+		}
+		return nil
+	}); err != nil {
+		return 0, wrapRedisError("count files", err)
+	}
+	var dead []string
+	for i, c := range exists {
+		if c.Val() == 0 {
+			dead = append(dead, fields[i])
+		}
+	}
+	if len(dead) == 0 {
+		return 0, nil
+	}
+	if _, _, err := r.run(ctx, "count files", unreserveFilesCall{quota: key, fields: dead}); err != nil {
+		return 0, err
+	}
+	return len(dead), nil
+}
+
+// unreserveFiles frees the quota entries of files removed; a failure only
+// leaves entries for reclaimQuota.
+func (r *Redis) unreserveFiles(ctx context.Context, principal string, fields []string) {
+	if len(fields) > 0 {
+		_, _, _ = r.run(ctx, "count files", unreserveFilesCall{quota: fileQuotaKey(principal), fields: fields})
+	}
+}
+
+// StatFile returns the record of a file of the principal's thread:
+// ErrFileNotFound when the thread holds no such file or is not the
+// principal's, and ErrUnavailable.
+func (r *Redis) StatFile(ctx context.Context, threadID, principal, fileID string) (File, error) {
+	f, _, err := r.readFile(ctx, threadID, principal, fileID, false)
+	return f, err
+}
+
+// GetFile returns a file of the principal's thread and its bytes:
+// ErrFileNotFound as StatFile, and ErrUnavailable.
+func (r *Redis) GetFile(ctx context.Context, threadID, principal, fileID string) (File, []byte, error) {
+	return r.readFile(ctx, threadID, principal, fileID, true)
+}
+
+func (r *Redis) readFile(ctx context.Context, threadID, principal, fileID string, withData bool) (File, []byte, error) {
+	status, reply, err := r.run(ctx, "get file", getFileCall{threadID: threadID, principal: principal, fileID: fileID, withData: withData})
+	if err != nil {
+		return File{}, nil, err
+	}
+	switch status {
+	case "OK":
+	case "NOTFOUND":
+		return File{}, nil, fmt.Errorf("store: file %s: %w", fileID, ErrFileNotFound)
+	default:
+		return File{}, nil, unexpectedStatus("get file", status)
+	}
+	record, _ := replyString(reply[0])
+	f, err := decodeFile(threadID, fileID, record)
+	if err != nil || !withData {
+		return f, nil, err
+	}
+	data := make([]byte, 0, f.Size)
+	for _, piece := range reply[1:] {
+		s, ok := replyString(piece)
+		if !ok {
+			return File{}, nil, fmt.Errorf("store: file %s: a piece is missing", fileID)
+		}
+		data = append(data, s...)
+	}
+	if int64(len(data)) != f.Size {
+		return File{}, nil, fmt.Errorf("store: file %s: %d bytes of %d", fileID, len(data), f.Size)
+	}
+	return f, data, nil
+}
+
+// DeleteFile removes a file of the principal's thread and frees it from the
+// principal's quota: ErrFileNotFound as StatFile, and ErrUnavailable.
+func (r *Redis) DeleteFile(ctx context.Context, threadID, principal, fileID string) error {
+	status, _, err := r.runWrite(ctx, "delete file", deleteFileCall{threadID: threadID, principal: principal, fileID: fileID},
+		func(redis.Pipeliner) {})
+	if err != nil {
+		return err
+	}
+	switch status {
+	case "OK":
+		r.unreserveFiles(ctx, principal, []string{quotaField(threadID, fileID)})
+		return nil
+	case "NOTFOUND":
+		return fmt.Errorf("store: file %s: %w", fileID, ErrFileNotFound)
+	}
+	return unexpectedStatus("delete file", status)
+}
+
+// freeThreadFiles frees from the principal's quota the files a thread's
+// deletion removed: the IDs delete_thread.lua returns.
+func (r *Redis) freeThreadFiles(ctx context.Context, principal, threadID string, reply []any) {
+	if len(reply) == 0 {
+		return
+	}
+	ids, _ := reply[0].([]any)
+	fields := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if s, ok := replyString(id); ok {
+			fields = append(fields, quotaField(threadID, s))
+		}
+	}
+	r.unreserveFiles(ctx, principal, fields)
+}
+
+// putFileCall stores a file (see put_file.lua).
+type putFileCall struct {
+	threadID, principal, fileID, record string
+	size                                int64
+	data                                []byte
+}
+
+func (putFileCall) script() *redis.Script { return putFileScript }
+func (c putFileCall) keys() []string {
+	return []string{keysFor(c.threadID).thread, filesIndexKey(c.threadID), fileKey(c.threadID, c.fileID)}
+}
+func (c putFileCall) args() []any {
+	args := []any{c.principal, c.fileID, c.record, c.size}
+	rest := c.data
+	for _, n := range fileChunks(c.size) {
+		args = append(args, rest[:n])
+		rest = rest[n:]
+	}
+	return args
+}
+
+// getFileCall reads a file's record and, with withData, its pieces.
+type getFileCall struct {
+	threadID, principal, fileID string
+	withData                    bool
+}
+
+func (getFileCall) script() *redis.Script { return getFileScript }
+func (c getFileCall) keys() []string {
+	return []string{keysFor(c.threadID).thread, fileKey(c.threadID, c.fileID)}
+}
+func (c getFileCall) args() []any { return []any{c.principal, luaBool(c.withData)} }
+
+// deleteFileCall deletes a file.
+type deleteFileCall struct{ threadID, principal, fileID string }
+
+func (deleteFileCall) script() *redis.Script { return deleteFileScript }
+func (c deleteFileCall) keys() []string {
+	return []string{keysFor(c.threadID).thread, filesIndexKey(c.threadID), fileKey(c.threadID, c.fileID)}
+}
+func (c deleteFileCall) args() []any { return []any{c.principal, c.fileID} }
+
+// reserveFileCall counts a file of size bytes against a quota of max.
+type reserveFileCall struct {
+	quota, field string
+	size, max    int64
+	ttl          time.Duration
+}
+
+func (reserveFileCall) script() *redis.Script { return reserveFileScript }
+func (c reserveFileCall) keys() []string      { return []string{c.quota} }
+func (c reserveFileCall) args() []any         { return []any{c.field, c.size, c.max, c.ttl.Milliseconds()} }
+
+// unreserveFilesCall frees files from a quota.
+type unreserveFilesCall struct {
+	quota  string
+	fields []string
+}
+
+func (unreserveFilesCall) script() *redis.Script { return unreserveFilesScript }
+func (c unreserveFilesCall) keys() []string      { return []string{c.quota} }
+func (c unreserveFilesCall) args() []any {
+	args := make([]any, len(c.fields))
+	for i, f := range c.fields {
+		args[i] = f
+	}
+	return args
+}
+
+var (
+	putFileScript        = newScript("put_file.lua")
+	getFileScript        = newScript("get_file.lua")
+	deleteFileScript     = newScript("delete_file.lua")
+	reserveFileScript    = newScript("reserve_file.lua")
+	unreserveFilesScript = newScript("unreserve_files.lua")
+)
