@@ -116,6 +116,8 @@ type call struct {
 	ask   *ask         // the question being held
 	timer interface{ Stop() bool }
 
+	relaunch func()        // sends the tools/call (again, for a retry)
+	endSpan  func()        // ends the call's span, when traced
 	unwatch  func()        // stops the call's progress
 	progress chan struct{} // signalled when latest changed
 	pmu      sync.Mutex
@@ -171,7 +173,8 @@ func (s *Server) start(ctx context.Context, name string, args json.RawMessage, r
 	c.unwatch = s.cap.watch(token, c.noteProgress)
 	params := &mcp.CallToolParams{Name: name, Arguments: args, InputResponses: responses, RequestState: state,
 		Meta: mcp.Meta{"progressToken": token}}
-	cctx, span := telemetry.StartChild(cctx, tracerName, "tools/call "+name, trace.SpanKindClient)
+	var span trace.Span
+	cctx, span = telemetry.StartChild(cctx, tracerName, "tools/call "+name, trace.SpanKindClient)
 	traced := span.IsRecording()
 	if traced {
 		span.SetAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", name),
@@ -182,23 +185,70 @@ func (s *Server) start(ctx context.Context, name string, args json.RawMessage, r
 		// it reaches the server over any transport.
 		propagation.TraceContext{}.Inject(cctx, metaCarrier(params.Meta))
 	}
-	go func() {
-		res, err := x.cs.CallTool(cctx, params)
-		if traced {
-			defer span.End()
-		}
-		if traced && err != nil {
-			span.SetStatus(codes.Error, "tool call failed")
-		}
-		raw, _ := s.cap.take(token)
-		c.done <- outcome{res: res, raw: raw, err: err}
-	}()
+	c.relaunch = func() {
+		go func() {
+			res, err := x.cs.CallTool(cctx, params)
+			if traced && err != nil {
+				span.SetStatus(codes.Error, "tool call failed")
+			}
+			raw, _ := s.cap.take(token)
+			c.done <- outcome{res: res, raw: raw, err: err}
+		}()
+	}
+	if traced {
+		c.endSpan = func() { span.End() }
+	}
+	c.relaunch()
 	return c, nil
+}
+
+// sessionBound reports whether a retry of the call must use its session:
+// every transport but 2026-07-28 over HTTP, which has no sessions.
+func (c *call) sessionBound() bool {
+	return c.s.cfg.Transport != agent.TransportStreamableHTTP || !usesRequestMeta(c.x.cs)
+}
+
+// keepsSession reports whether a finished call keeps its session for a
+// retry: the server answered -32042 and will know the user by it.
+func (c *call) keepsSession(o outcome) bool {
+	_, ok, err := prerequisites(o.err)
+	return ok && err == nil && c.sessionBound()
+}
+
+// awaitPages asks the user to visit the pages a -32042 error named, one
+// after another (the first is returned to hold the call with, the others
+// are sent as the call's next questions), then retries the call on its
+// session; a page the user does not accept ends the call.
+func (c *call) awaitPages(pages []json.RawMessage) (*ask, error) {
+	asks := make([]*ask, len(pages))
+	for i, p := range pages {
+		req, err := askedRequest(p)
+		if err != nil {
+			return nil, err
+		}
+		asks[i] = &ask{request: req, params: p, answer: make(chan *mcp.ElicitResult, 1)}
+	}
+	go func() {
+		for i, a := range asks {
+			if i > 0 {
+				c.asks <- a
+			}
+			if res := <-a.answer; res.Action != string(elicit.Accept) {
+				c.done <- outcome{err: fmt.Errorf("the user did not complete the page the tool needs (%s)", res.Action)}
+				return
+			}
+		}
+		c.relaunch()
+	}()
+	return asks[0], nil
 }
 
 // finish releases the call's session.
 func (c *call) finish() {
 	c.once.Do(func() {
+		if c.endSpan != nil {
+			c.endSpan()
+		}
 		c.unwatch()
 		c.stop()
 		c.s.release(c.x)
@@ -211,7 +261,9 @@ func (c *call) next(ctx context.Context, report func(agent.ToolStatus)) (*ask, o
 	for {
 		select {
 		case o := <-c.done:
-			c.finish()
+			if !c.keepsSession(o) {
+				c.finish()
+			}
 			return nil, o, nil
 		case a := <-c.asks:
 			return a, outcome{}, nil
@@ -291,7 +343,15 @@ func (s *Server) run(ctx context.Context, name string, args json.RawMessage, st 
 			if err != nil {
 				return agent.ToolResult{}, err
 			}
-			return pauseOnPrerequisite(toolState{Kind: kindURLRequired, Prerequisites: pre})
+			if !c.keepsSession(o) {
+				return pauseOnPrerequisite(toolState{Kind: kindURLRequired, Prerequisites: pre})
+			}
+			a, err := c.awaitPages(pre)
+			if err != nil {
+				c.finish()
+				return agent.ToolResult{}, err
+			}
+			return s.m.hold(ctx, c, a)
 		}
 		if o.err != nil {
 			return agent.ToolResult{}, o.err

@@ -185,6 +185,21 @@ func (m *Manager) answer(msg relayMsg) {
 			return
 		}
 		reply(replyMsg{Kind: "ask", Ask: a.params, State: state})
+	case c.keepsSession(o):
+		// The retry was refused too: the pages it names, on the same
+		// session.
+		pre, _, _ := prerequisites(o.err)
+		a, err := c.awaitPages(pre)
+		if err == nil {
+			var state json.RawMessage
+			if state, err = m.holdState(ctx, c, a); err == nil {
+				reply(replyMsg{Kind: "ask", Ask: a.params, State: state})
+				return
+			}
+		} else {
+			c.finish()
+		}
+		reply(replyMsg{Kind: "gone", Error: err.Error()})
 	case o.err != nil:
 		reply(replyMsg{Kind: "error", Error: o.err.Error()})
 	default:

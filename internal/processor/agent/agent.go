@@ -547,7 +547,12 @@ func (t *turn) pause(p pendingCall, queue []toolCall, req *elicit.Request) (*pro
 		return nil, fmt.Errorf("agent: pause state: %w", err)
 	}
 	t.record(p.Call, statusInputRequired, "")
-	t.say(req.Message)
+	if req.IsURL() {
+		// Block-unaware clients see where the user is asked to go.
+		t.say(req.Message + "\n\n" + req.URL)
+	} else {
+		t.say(req.Message)
+	}
 	out := t.output()
 	out.Pause = &processor.Pause{Request: req, State: state}
 	return &out, nil

@@ -24,11 +24,13 @@ const (
 // content blocks and _meta.
 const ContentBlocksEvent = "chatd.content_blocks"
 
-// The reasons an interrupt gives: a form to fill, or (for a schema that
-// asks for no fields) a yes/no confirmation.
+// The reasons an interrupt gives: a form to fill, (for a schema that asks
+// for no fields) a yes/no confirmation, or a page to visit (URL mode, the
+// page in metadata.url), answered accept once the user is done there.
 const (
 	ReasonInputRequired = "input_required"
 	ReasonConfirmation  = "confirmation"
+	ReasonURL           = "url"
 )
 
 // Run writes one turn as the events of an AG-UI run. Its methods are called
@@ -92,6 +94,10 @@ type Interrupt struct {
 	ExpiresAt      string          `json:"expiresAt,omitempty"`
 	Metadata       struct {
 		Meta json.RawMessage `json:"_meta,omitempty"`
+		// URL and ElicitationID are a URL-mode question's: the page the
+		// user is asked to visit (there is no responseSchema then).
+		URL           string `json:"url,omitempty"`
+		ElicitationID string `json:"elicitationId,omitempty"`
 	} `json:"metadata"`
 }
 
@@ -214,6 +220,10 @@ func (r *Run) Completed(res *turn.Result) {
 			in.ExpiresAt = blocks.FormatTimestamp(time.Time(*res.ElicitationExpiresAt))
 		}
 		in.Metadata.Meta = e.Meta
+		if e.URL != "" {
+			in.Reason, in.ResponseSchema = ReasonURL, nil
+			in.Metadata.URL, in.Metadata.ElicitationID = e.URL, e.ElicitationID
+		}
 		fin.Outcome = &Outcome{Type: "interrupt", Interrupts: []Interrupt{in}}
 	}
 	r.event(fin)

@@ -125,6 +125,19 @@ func TestRun(t *testing.T) {
 					`"metadata":{"_meta":{"drupal.org/ai.elicitation_id":"`+elicitID+`"}}}]}`)},
 		},
 		{
+			name: "a URL-mode question is a url interrupt with the page in metadata.url",
+			run: func(r *agui.Run) {
+				r.Started()
+				r.Start(start)
+				r.Completed(paused(`{"mode":"url","message":"Sign in","url":"https://example.com/login?a=1&b=2","elicitationId":"srv-1","_meta":{"drupal.org/ai.elicitation_id":"` + elicitID + `"}}`))
+			},
+			want: []string{started, textStart, content("Sure?"), textEnd,
+				`{"type":"CUSTOM","name":"chatd.content_blocks","value":{"message_id":"` + messageID + `","content_blocks":[],"_meta":{"drupal.org/ai.elicitation_id":"` + elicitID + `"}}}`,
+				finished("input_required", `{"type":"interrupt","interrupts":[{"id":"`+elicitID+`","reason":"url","message":"Sign in",`+
+					`"responseSchema":null,"expiresAt":"2026-06-01T10:15:02.500Z",`+
+					`"metadata":{"_meta":{"drupal.org/ai.elicitation_id":"`+elicitID+`"},"url":"https://example.com/login?a=1&b=2","elicitationId":"srv-1"}}]}`)},
+		},
+		{
 			name: "a replayed result without events",
 			run: func(r *agui.Run) {
 				r.Started()
