@@ -24,6 +24,11 @@ const (
 // content blocks and _meta.
 const ContentBlocksEvent = "chatd.content_blocks"
 
+// StatusItemEvent is the name of the CUSTOM event that carries a status item
+// streamed without text (_meta["drupal.org/ai.status_item"]: a running
+// tool, its progress).
+const StatusItemEvent = "chatd.status_item"
+
 // The reasons an interrupt gives: a form to fill, (for a schema that asks
 // for no fields) a yes/no confirmation, or a page to visit (URL mode, the
 // page in metadata.url), answered accept once the user is done there.
@@ -109,6 +114,13 @@ type textEvent struct {
 	Metadata  map[string]any `json:"metadata,omitempty"`
 }
 
+// statusEvent is the CUSTOM event of a status item.
+type statusEvent struct {
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	Value any    `json:"value"`
+}
+
 type customEvent struct {
 	Type  string       `json:"type"`
 	Name  string       `json:"name"`
@@ -152,6 +164,11 @@ func (r *Run) Start(st turn.Start) {
 // metadata under "_meta".
 func (r *Run) Delta(text string, meta map[string]any) {
 	if text == "" {
+		// AG-UI has no content event without text: a tool's status (and
+		// its progress) is a CUSTOM event of its own.
+		if item, ok := meta[blocks.MetaStatusItem]; ok {
+			r.event(statusEvent{Type: Custom, Name: StatusItemEvent, Value: item})
+		}
 		return
 	}
 	if !r.textOpen {

@@ -78,6 +78,19 @@ func TestRun(t *testing.T) {
 				content("world"), textEnd, success},
 		},
 		{
+			name: "a status item without text is a chatd.status_item custom event",
+			run: func(r *agui.Run) {
+				r.Started()
+				r.Start(start)
+				r.Delta("", map[string]any{"drupal.org/ai.status_item": map[string]any{"id": "c1", "label": "Running", "state": "running",
+					"progress": json.Number("2.50"), "total": json.Number("1e1")}})
+				r.Completed(result(turn.StatusCompleted, "", nil, nil))
+			},
+			want: []string{started,
+				`{"type":"CUSTOM","name":"chatd.status_item","value":{"id":"c1","label":"Running","progress":2.50,"state":"running","total":1e1}}`,
+				success},
+		},
+		{
 			name: "text not streamed is sent as one content event",
 			run: func(r *agui.Run) {
 				r.Started()
