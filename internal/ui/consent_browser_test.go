@@ -99,4 +99,3 @@ func TestURLConsentCard(t *testing.T) {
 	assert.Equal(t, int64(1), fetched.Load(), "only the click fetched the page")
 	tab.checkQuiet(t)
 }
-
