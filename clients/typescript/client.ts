@@ -27,9 +27,15 @@ export async function ask(threadId: string, message: string): Promise<string> {
   // TurnResult is discriminated on status: the elicitation is there only
   // when the turn paused, and typed as the MCP request.
   if (result.status === "input_required") {
-    const schema = result.elicitation.requestedSchema;
+    const question = result.elicitation;
     const expires: string = result.elicitation_expires_at;
-    return `${result.elicitation.message} (${Object.keys(schema.properties).join(", ")}, until ${expires})`;
+    // A URL-mode question (from an MCP server) sends the user to a page and
+    // has no form; it is answered accept once they are done there.
+    if ("url" in question) {
+      return `${question.message} (open ${question.url}, until ${expires})`;
+    }
+    const schema = question.requestedSchema;
+    return `${question.message} (${Object.keys(schema.properties).join(", ")}, until ${expires})`;
   }
   // chatd's own _meta values are typed, not unknown.
   const replies = result.message._meta?.["drupal.org/ai.suggested_replies"] ?? [];

@@ -54,8 +54,10 @@
 //
 // The documented limits follow from that: no nesting, no file uploads (a
 // form carries only strings, numbers, booleans and option lists), no custom
-// regular expressions, and form mode only — URL mode, which sends the user
-// off to another site, is not supported.
+// regular expressions, and form mode only for processors. URL mode, which
+// sends the user off to another site, is asked only on behalf of an MCP
+// server (NewURLRequest, read back from storage by DecodeStored): the URL
+// must pass CheckURL, and the answer carries no content.
 //
 // # Result validation
 //

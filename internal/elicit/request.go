@@ -59,6 +59,13 @@ type Request struct {
 	// Meta is the request's _meta, including the elicitation ID and any
 	// widget hints under blocks.MetaWidgets. Numbers in it are json.Number.
 	Meta map[string]any
+	// Mode is "" for a form, ModeURL for a URL-mode question (NewURLRequest,
+	// DecodeStored), which has URL and ElicitationID instead of a schema.
+	Mode string
+	// URL is the page a URL-mode question sends the user to.
+	URL string
+	// ElicitationID is the MCP server's ID of a URL-mode question, if any.
+	ElicitationID string
 
 	schema *schema // RequestedSchema parsed, for Validate
 }
@@ -303,6 +310,9 @@ func (r *Request) MarshalJSON() ([]byte, error) {
 		}
 		meta[blocks.MetaElicitationID] = r.ID
 	}
+	if r.IsURL() {
+		return r.marshalURL(meta)
+	}
 	schema := r.RequestedSchema
 	if len(schema) == 0 {
 		schema = json.RawMessage("null")
@@ -314,6 +324,9 @@ func (r *Request) MarshalJSON() ([]byte, error) {
 // no properties, or with exactly one boolean property — which a frontend may
 // render as a confirm dialog instead of a form.
 func (r *Request) IsConfirm() bool {
+	if r.IsURL() {
+		return false
+	}
 	s, err := r.parsed()
 	return err == nil && s.isConfirm()
 }

@@ -41,6 +41,9 @@ type Result struct {
 // never checked (built as a struct literal) and turns out to be invalid —
 // a fault of the server, not of the result.
 func (r *Request) Validate(res Result) error {
+	if r.IsURL() {
+		return validateURLResult(res)
+	}
 	s, err := r.parsed()
 	if err != nil {
 		return fmt.Errorf("elicit: request holds an invalid schema: %v", err) // not %w: the API must not answer 422 for this
@@ -221,4 +224,19 @@ func (p *property) checkSelection(items []any, field string, c *collector) {
 			c.add(field, fmt.Sprintf("item %d repeats item %d: selections must be unique", i, first))
 		}
 	}
+}
+
+// validateURLResult checks an answer to a URL-mode question: accept (the
+// user consented and finished), decline or cancel, never with content.
+func validateURLResult(res Result) error {
+	var c collector
+	switch res.Action {
+	case Accept, Decline, Cancel:
+		if len(res.Content) > 0 {
+			c.add("content", "must be absent or empty: a URL-mode question has no fields")
+		}
+	default:
+		c.add("action", `must be one of "accept", "decline" or "cancel"`)
+	}
+	return c.err()
 }

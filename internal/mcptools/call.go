@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -43,7 +44,7 @@ func (t *tool) Definition() agent.ToolDefinition { return t.def }
 func (t *tool) Call(ctx context.Context, c agent.ToolCall) (agent.ToolResult, error) {
 	ctx = withPrincipal(ctx, c.Principal)
 	if c.Resume == nil {
-		return t.s.run(ctx, t.name, c.Arguments, nil)
+		return t.s.run(ctx, t.name, c.Arguments, nil, c.Report)
 	}
 	st, err := decodeToolState(c.Resume.State)
 	if err != nil {
@@ -51,9 +52,11 @@ func (t *tool) Call(ctx context.Context, c agent.ToolCall) (agent.ToolResult, er
 	}
 	switch st.Kind {
 	case kindInputRequired:
-		return t.s.answerInput(ctx, t.name, c.Arguments, st, c.Resume.Result)
+		return t.s.answerInput(ctx, t.name, c.Arguments, st, c.Resume.Result, c.Report)
 	case kindHeld:
-		return t.s.deliver(ctx, st, c.Resume.Result)
+		return t.s.deliver(ctx, st, c.Resume.Result, c.Report)
+	case kindURLRequired:
+		return t.s.afterPrerequisite(ctx, t.name, c.Arguments, st, c.Resume.Result, c.Report)
 	}
 	return agent.ToolResult{}, fmt.Errorf("unknown tool state %q", st.Kind)
 }
@@ -69,19 +72,26 @@ func (t *tool) Call(ctx context.Context, c agent.ToolCall) (agent.ToolResult, er
 // for a 2026-07-28 server, or for a call held open on an instance:
 //
 //	{"kind": "held", "instance": "<instance ID>", "hold": "<hold ID>"}
+//
+// or for a call the server refused until the user visits pages (error
+// -32042), to be retried with the same arguments once they have:
+//
+//	{"kind": "url_required", "prerequisites": [<URL-mode params still to ask>]}
 type toolState struct {
-	Kind         string                     `json:"kind"`
-	RequestState string                     `json:"request_state,omitempty"`
-	Asking       string                     `json:"asking,omitempty"`
-	Questions    map[string]json.RawMessage `json:"questions,omitempty"`
-	Responses    map[string]json.RawMessage `json:"responses,omitempty"`
-	Instance     string                     `json:"instance,omitempty"`
-	Hold         string                     `json:"hold,omitempty"`
+	Kind          string                     `json:"kind"`
+	RequestState  string                     `json:"request_state,omitempty"`
+	Asking        string                     `json:"asking,omitempty"`
+	Questions     map[string]json.RawMessage `json:"questions,omitempty"`
+	Responses     map[string]json.RawMessage `json:"responses,omitempty"`
+	Instance      string                     `json:"instance,omitempty"`
+	Hold          string                     `json:"hold,omitempty"`
+	Prerequisites []json.RawMessage          `json:"prerequisites,omitempty"`
 }
 
 const (
 	kindInputRequired = "input_required"
 	kindHeld          = "held"
+	kindURLRequired   = "url_required"
 )
 
 func decodeToolState(data []byte) (toolState, error) {
@@ -110,6 +120,33 @@ type call struct {
 	// principal is whose question holds the call, counted against
 	// MaxHeldPerPrincipal.
 	principal string
+
+	relaunch func()        // sends the tools/call (again, for a retry)
+	endSpan  func()        // ends the call's span, when traced
+	unwatch  func()        // stops the call's progress
+	progress chan struct{} // signalled when latest changed
+	pmu      sync.Mutex
+	latest   *agent.ToolStatus // the last progress not yet reported
+}
+
+// noteProgress keeps the server's latest progress for the waiting caller;
+// a caller slower than the server sees the latest only.
+func (c *call) noteProgress(st agent.ToolStatus) {
+	c.pmu.Lock()
+	c.latest = &st
+	c.pmu.Unlock()
+	select {
+	case c.progress <- struct{}{}:
+	default:
+	}
+}
+
+func (c *call) takeProgress() *agent.ToolStatus {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	st := c.latest
+	c.latest = nil
+	return st
 }
 
 // ask is a question the server sent inside the call, waiting for its answer.
@@ -133,14 +170,16 @@ func (s *Server) start(ctx context.Context, name string, args json.RawMessage, r
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &call{s: s, x: x, asks: make(chan *ask), done: make(chan outcome, 1), stop: cancel}
+	c := &call{s: s, x: x, asks: make(chan *ask), done: make(chan outcome, 1), stop: cancel, progress: make(chan struct{}, 1)}
 	s.mu.Lock()
 	x.current = c
 	s.mu.Unlock()
 	token := uuid.NewString()
+	c.unwatch = s.cap.watch(token, c.noteProgress)
 	params := &mcp.CallToolParams{Name: name, Arguments: args, InputResponses: responses, RequestState: state,
 		Meta: mcp.Meta{"progressToken": token}}
-	cctx, span := telemetry.StartChild(cctx, tracerName, "tools/call "+name, trace.SpanKindClient)
+	var span trace.Span
+	cctx, span = telemetry.StartChild(cctx, tracerName, "tools/call "+name, trace.SpanKindClient)
 	traced := span.IsRecording()
 	if traced {
 		span.SetAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", name),
@@ -151,42 +190,99 @@ func (s *Server) start(ctx context.Context, name string, args json.RawMessage, r
 		// it reaches the server over any transport.
 		propagation.TraceContext{}.Inject(cctx, metaCarrier(params.Meta))
 	}
-	go func() {
-		res, err := x.cs.CallTool(cctx, params)
-		if traced {
-			defer span.End()
-		}
-		if traced && err != nil {
-			span.SetStatus(codes.Error, "tool call failed")
-		}
-		raw, _ := s.cap.take(token)
-		c.done <- outcome{res: res, raw: raw, err: err}
-	}()
+	c.relaunch = func() {
+		go func() {
+			res, err := x.cs.CallTool(cctx, params)
+			if traced && err != nil {
+				span.SetStatus(codes.Error, "tool call failed")
+			}
+			raw, _ := s.cap.take(token)
+			c.done <- outcome{res: res, raw: raw, err: err}
+		}()
+	}
+	if traced {
+		c.endSpan = func() { span.End() }
+	}
+	c.relaunch()
 	return c, nil
+}
+
+// sessionBound reports whether a retry of the call must use its session:
+// every transport but 2026-07-28 over HTTP, which has no sessions.
+func (c *call) sessionBound() bool {
+	return c.s.cfg.Transport != agent.TransportStreamableHTTP || !usesRequestMeta(c.x.cs)
+}
+
+// keepsSession reports whether a finished call keeps its session for a
+// retry: the server answered -32042 and will know the user by it.
+func (c *call) keepsSession(o outcome) bool {
+	_, ok, err := prerequisites(o.err)
+	return ok && err == nil && c.sessionBound()
+}
+
+// awaitPages asks the user to visit the pages a -32042 error named, one
+// after another (the first is returned to hold the call with, the others
+// are sent as the call's next questions), then retries the call on its
+// session; a page the user does not accept ends the call.
+func (c *call) awaitPages(pages []json.RawMessage) (*ask, error) {
+	asks := make([]*ask, len(pages))
+	for i, p := range pages {
+		req, err := askedRequest(p)
+		if err != nil {
+			return nil, err
+		}
+		asks[i] = &ask{request: req, params: p, answer: make(chan *mcp.ElicitResult, 1)}
+	}
+	go func() {
+		for i, a := range asks {
+			if i > 0 {
+				c.asks <- a
+			}
+			if res := <-a.answer; res.Action != string(elicit.Accept) {
+				c.done <- outcome{err: fmt.Errorf("the user did not complete the page the tool needs (%s)", res.Action)}
+				return
+			}
+		}
+		c.relaunch()
+	}()
+	return asks[0], nil
 }
 
 // finish releases the call's session.
 func (c *call) finish() {
 	c.once.Do(func() {
+		if c.endSpan != nil {
+			c.endSpan()
+		}
+		c.unwatch()
 		c.stop()
 		c.s.release(c.x)
 	})
 }
 
-// next waits for the call to end or ask the user something.
-func (c *call) next(ctx context.Context) (*ask, outcome, error) {
-	select {
-	case o := <-c.done:
-		c.finish()
-		return nil, o, nil
-	case a := <-c.asks:
-		return a, outcome{}, nil
-	case <-ctx.Done():
-		// The server may still ask something before it sees the
-		// cancellation: drain answers it cancel.
-		c.stop()
-		go c.drain()
-		return nil, outcome{}, ctx.Err()
+// next waits for the call to end or ask the user something, passing the
+// server's progress to report (which may be nil) meanwhile.
+func (c *call) next(ctx context.Context, report func(agent.ToolStatus)) (*ask, outcome, error) {
+	for {
+		select {
+		case o := <-c.done:
+			if !c.keepsSession(o) {
+				c.finish()
+			}
+			return nil, o, nil
+		case a := <-c.asks:
+			return a, outcome{}, nil
+		case <-c.progress:
+			if st := c.takeProgress(); st != nil && report != nil {
+				report(*st)
+			}
+		case <-ctx.Done():
+			// The server may still ask something before it sees the
+			// cancellation: drain answers it cancel.
+			c.stop()
+			go c.drain()
+			return nil, outcome{}, ctx.Err()
+		}
 	}
 }
 
@@ -196,8 +292,12 @@ func (c *call) abandon() <-chan struct{} {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
-	if c.ask != nil {
-		c.ask.answer <- &mcp.ElicitResult{Action: string(elicit.Cancel)}
+	c.s.m.mu.Lock()
+	a := c.ask
+	c.ask = nil
+	c.s.m.mu.Unlock()
+	if a != nil {
+		a.answer <- &mcp.ElicitResult{Action: string(elicit.Cancel)}
 	}
 	ended := make(chan struct{})
 	go func() {
@@ -222,7 +322,7 @@ func (c *call) drain() {
 
 // run calls a tool and returns its result, or pauses with the server's
 // question.
-func (s *Server) run(ctx context.Context, name string, args json.RawMessage, st *toolState) (agent.ToolResult, error) {
+func (s *Server) run(ctx context.Context, name string, args json.RawMessage, st *toolState, report func(agent.ToolStatus)) (agent.ToolResult, error) {
 	var responses mcp.InputResponseMap
 	state := ""
 	if st != nil {
@@ -237,11 +337,25 @@ func (s *Server) run(ctx context.Context, name string, args json.RawMessage, st 
 		if err != nil {
 			return agent.ToolResult{}, err
 		}
-		a, o, err := c.next(ctx)
+		a, o, err := c.next(ctx, report)
 		if err != nil {
 			return agent.ToolResult{}, err
 		}
 		if a != nil {
+			return s.m.hold(ctx, c, a)
+		}
+		if pre, ok, err := prerequisites(o.err); ok {
+			if err != nil {
+				return agent.ToolResult{}, err
+			}
+			if !c.keepsSession(o) {
+				return pauseOnPrerequisite(toolState{Kind: kindURLRequired, Prerequisites: pre})
+			}
+			a, err := c.awaitPages(pre)
+			if err != nil {
+				c.finish()
+				return agent.ToolResult{}, err
+			}
 			return s.m.hold(ctx, c, a)
 		}
 		if o.err != nil {
@@ -268,7 +382,7 @@ func (s *Server) run(ctx context.Context, name string, args json.RawMessage, st 
 
 // answerInput takes the user's answer to an input request of a 2026-07-28
 // server: the next question, or the call retried with every response.
-func (s *Server) answerInput(ctx context.Context, name string, args json.RawMessage, st toolState, res elicit.Result) (agent.ToolResult, error) {
+func (s *Server) answerInput(ctx context.Context, name string, args json.RawMessage, st toolState, res elicit.Result, report func(agent.ToolStatus)) (agent.ToolResult, error) {
 	data, err := json.Marshal(mcp.ElicitResult{Action: string(res.Action), Content: res.Content})
 	if err != nil {
 		return agent.ToolResult{}, err
@@ -287,12 +401,12 @@ func (s *Server) answerInput(ctx context.Context, name string, args json.RawMess
 			return pauseOn(st)
 		}
 	}
-	return s.run(ctx, name, args, &st)
+	return s.run(ctx, name, args, &st, report)
 }
 
 // pauseOn pauses the turn with the question st is asking.
 func pauseOn(st toolState) (agent.ToolResult, error) {
-	req, err := elicit.ParseParams(st.Questions[st.Asking])
+	req, err := askedRequest(st.Questions[st.Asking])
 	if err != nil {
 		return agent.ToolResult{}, err // checked before
 	}
@@ -326,8 +440,10 @@ func (st *toolState) askNext() error {
 }
 
 // checkQuestion checks elicitation/create params as chatd would show them:
-// form mode only, the schema within what internal/elicit allows. It returns the params without
-// mode (chatd never emits it).
+// a form whose schema is within what internal/elicit allows, or a URL-mode
+// question whose URL chatd may show (elicit.CheckURL). It returns a form's
+// params without mode (chatd never emits it), a URL-mode question's as
+// {mode, message, url, elicitationId?}.
 func checkQuestion(params json.RawMessage) (json.RawMessage, error) {
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal(params, &p); err != nil {
@@ -336,8 +452,11 @@ func checkQuestion(params json.RawMessage) (json.RawMessage, error) {
 	if mode, ok := p["mode"]; ok {
 		var m string
 		_ = json.Unmarshal(mode, &m)
+		if m == elicit.ModeURL {
+			return checkURLQuestion(params)
+		}
 		if m != "form" && m != "" {
-			return nil, fmt.Errorf("mode %q: chatd asks form-mode questions only", m)
+			return nil, fmt.Errorf("mode %q: chatd asks form and URL-mode questions only", m)
 		}
 		delete(p, "mode")
 	}
@@ -352,6 +471,88 @@ func checkQuestion(params json.RawMessage) (json.RawMessage, error) {
 		return nil, err
 	}
 	return data, nil
+}
+
+// urlQuestion is a URL-mode question's params as chatd keeps them.
+type urlQuestion struct {
+	Mode          string `json:"mode"`
+	Message       string `json:"message"`
+	URL           string `json:"url"`
+	ElicitationID string `json:"elicitationId,omitempty"`
+}
+
+func checkURLQuestion(params json.RawMessage) (json.RawMessage, error) {
+	var q urlQuestion
+	if err := json.Unmarshal(params, &q); err != nil {
+		return nil, err
+	}
+	if _, err := elicit.NewURLRequest(q.Message, q.URL, q.ElicitationID); err != nil {
+		return nil, err
+	}
+	return json.Marshal(q)
+}
+
+// askedRequest is the elicitation that asks the user checked params (from
+// checkQuestion), with a fresh chatd ID.
+func askedRequest(params json.RawMessage) (*elicit.Request, error) {
+	var q urlQuestion
+	if json.Unmarshal(params, &q) == nil && q.Mode == elicit.ModeURL {
+		return elicit.NewURLRequest(q.Message, q.URL, q.ElicitationID)
+	}
+	return elicit.ParseParams(params)
+}
+
+// prerequisites reads the URL-mode questions of a -32042 error (the server
+// wants the user to visit pages before it runs the call). ok is false for
+// any other error; err is set when chatd cannot show every question.
+func prerequisites(callErr error) (pre []json.RawMessage, ok bool, err error) {
+	var rpcErr *jsonrpc.Error
+	if !errors.As(callErr, &rpcErr) || rpcErr.Code != mcp.CodeURLElicitationRequired {
+		return nil, false, nil
+	}
+	var data struct {
+		Elicitations []json.RawMessage `json:"elicitations"`
+	}
+	if len(rpcErr.Data) > 0 {
+		_ = json.Unmarshal(rpcErr.Data, &data)
+	}
+	if len(data.Elicitations) == 0 {
+		return nil, true, errors.New("the server requires the user to visit a page but named none")
+	}
+	for _, e := range data.Elicitations {
+		checked, err := checkURLQuestion(e)
+		if err != nil {
+			return nil, true, fmt.Errorf("the server requires the user to visit a page chatd does not show: %v", err)
+		}
+		pre = append(pre, checked)
+	}
+	return pre, true, nil
+}
+
+func pauseOnPrerequisite(st toolState) (agent.ToolResult, error) {
+	req, err := askedRequest(st.Prerequisites[0])
+	if err != nil {
+		return agent.ToolResult{}, err // checked before
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return agent.ToolResult{}, err
+	}
+	return agent.ToolResult{Pause: &agent.ToolPause{Request: req, State: data}}, nil
+}
+
+// afterPrerequisite takes the user's answer to a page a -32042 error named:
+// once every page is done the call is retried with the same arguments.
+func (s *Server) afterPrerequisite(ctx context.Context, name string, args json.RawMessage, st toolState, res elicit.Result,
+	report func(agent.ToolStatus)) (agent.ToolResult, error) {
+	if res.Action != elicit.Accept {
+		return agent.ToolResult{}, fmt.Errorf("the user did not complete the page the tool needs (%s)", res.Action)
+	}
+	if len(st.Prerequisites) > 1 {
+		st.Prerequisites = st.Prerequisites[1:]
+		return pauseOnPrerequisite(st)
+	}
+	return s.run(ctx, name, args, nil, report)
 }
 
 // inputResponses turns the stored responses into go-sdk's typed map.
@@ -457,9 +658,15 @@ func (s *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 	if c == nil {
 		return decline, nil // not inside a call of chatd's: nobody to ask
 	}
-	p := map[string]any{"message": req.Params.Message, "requestedSchema": req.Params.RequestedSchema}
+	p := map[string]any{"message": req.Params.Message}
+	if req.Params.RequestedSchema != nil {
+		p["requestedSchema"] = req.Params.RequestedSchema
+	}
 	if req.Params.Mode != "" {
 		p["mode"] = req.Params.Mode
+	}
+	if req.Params.URL != "" || req.Params.ElicitationID != "" {
+		p["url"], p["elicitationId"] = req.Params.URL, req.Params.ElicitationID
 	}
 	if len(req.Params.Meta) > 0 {
 		p["_meta"] = req.Params.Meta
@@ -473,7 +680,7 @@ func (s *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 		s.m.opts.Logger.Info("mcp elicitation declined", "mcp_server", s.cfg.Name, "error", err.Error())
 		return decline, nil
 	}
-	r, _ := elicit.ParseParams(params)
+	r, _ := askedRequest(params)
 	a := &ask{request: r, params: params, answer: make(chan *mcp.ElicitResult, 1)}
 	select {
 	case c.asks <- a:

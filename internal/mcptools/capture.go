@@ -13,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
+
+	"chatd/internal/processor/agent"
 )
 
 // go-sdk decodes a tool result into typed content and loses what its types
@@ -28,9 +30,78 @@ import (
 type capture struct {
 	mu      sync.Mutex
 	results map[string]json.RawMessage
+	// sinks receive the progress of the calls in flight, by progress token.
+	sinks map[string]func(agent.ToolStatus)
 }
 
-func newCapture() *capture { return &capture{results: map[string]json.RawMessage{}} }
+func newCapture() *capture {
+	return &capture{results: map[string]json.RawMessage{}, sinks: map[string]func(agent.ToolStatus){}}
+}
+
+// watch sends the progress notifications of the call with token to sink
+// until the returned func is called.
+func (c *capture) watch(token string, sink func(agent.ToolStatus)) (unwatch func()) {
+	c.mu.Lock()
+	c.sinks[token] = sink
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.sinks, token)
+		c.mu.Unlock()
+	}
+}
+
+// progress hands a notifications/progress, read from the wire so its
+// numbers are as the server wrote them, to the call it belongs to. One for
+// a token chatd did not mint, or a call that ended, is ignored.
+func (c *capture) progress(params json.RawMessage) {
+	st, token, ok := decodeProgress(params)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	sink := c.sinks[token]
+	c.mu.Unlock()
+	if sink != nil {
+		sink(st)
+	}
+}
+
+// decodeProgress reads notifications/progress params; ok is false unless
+// they carry a string token and a numeric progress.
+func decodeProgress(params json.RawMessage) (st agent.ToolStatus, token string, ok bool) {
+	var p struct {
+		ProgressToken any             `json:"progressToken"`
+		Progress      json.RawMessage `json:"progress"`
+		Total         json.RawMessage `json:"total"`
+		Message       any             `json:"message"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return st, "", false
+	}
+	token, _ = p.ProgressToken.(string)
+	progress, isNumber := number(p.Progress)
+	if token == "" || !isNumber {
+		return st, "", false
+	}
+	st.Progress = progress
+	st.Total, _ = number(p.Total)
+	st.Message, _ = p.Message.(string)
+	return st, token, true
+}
+
+// number returns raw as a json.Number when it is a JSON number.
+func number(raw json.RawMessage) (json.Number, bool) {
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if len(raw) == 0 || dec.Decode(&v) != nil {
+		return "", false
+	}
+	n, ok := v.(json.Number)
+	return n, ok
+}
 
 func (c *capture) put(token string, result json.RawMessage) {
 	c.mu.Lock()
@@ -45,6 +116,8 @@ func (c *capture) take(token string) (json.RawMessage, bool) {
 	delete(c.results, token)
 	return r, ok
 }
+
+const methodProgress = "notifications/progress"
 
 // callToken returns the progress token of a tools/call request, or "".
 func callToken(req *jsonrpc.Request) string {
@@ -100,6 +173,9 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.Method == methodProgress {
+		c.cap.progress(req.Params)
+	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
 		key := idKey(resp.ID)
 		c.mu.Lock()
@@ -208,6 +284,10 @@ func (b *captureBody) lines() {
 func (b *captureBody) message(data []byte) {
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err != nil {
+		return
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodProgress {
+		b.cap.progress(req.Params)
 		return
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Result != nil {

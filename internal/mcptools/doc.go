@@ -16,11 +16,25 @@
 // capture.go) and decoded with internal/blocks, so they reach the reply
 // exactly, annotations and _meta included.
 //
+// # Progress
+//
+// Every call carries a progress token chatd mints. The server's
+// notifications/progress for it are read from the wire (so their numbers
+// stay as the server wrote them) and reach agent.ToolCall.Report while the
+// call runs; one for any other token is ignored.
+//
 // # Questions from the server
 //
-// A server may ask the user a form-mode question (an elicitation) while a
-// tool runs. chatd checks it with internal/elicit; an invalid one, or a
-// URL-mode one, is declined back to the server without bothering the user.
+// A server may ask the user a question (an elicitation) while a tool runs:
+// a form, or (2025-11-25 and later) a URL-mode question that sends the user
+// to a page. chatd checks it with internal/elicit; an invalid form, or a
+// URL chatd does not show (elicit.CheckURL), is declined back to the
+// server without bothering the user. A call the server refuses with error
+// -32042 (visit these pages first) pauses on each page in turn and is
+// retried with the same arguments once the user has accepted them all. A
+// notifications/elicitation/complete for a held URL-mode question answers
+// the server accept at once; the user's own answer then finds the call's
+// outcome.
 // A valid one pauses the turn with it, in one of two ways depending on the
 // protocol generation the server speaks:
 //

@@ -35,6 +35,9 @@ type replyMsg struct {
 	Ask    json.RawMessage `json:"ask,omitempty"`    // kind ask: the next question's params
 	State  json.RawMessage `json:"state,omitempty"`  // kind ask: the tool state to pause with
 	Error  string          `json:"error,omitempty"`  // kind gone, error
+	// Progress is kind progress: an agent.ToolStatus of the call, which
+	// goes on after the answer on the holding instance.
+	Progress json.RawMessage `json:"progress,omitempty"`
 }
 
 // hold keeps a call that asked the user open on this instance and pauses the
@@ -116,6 +119,24 @@ func (m *Manager) take(id string) *call {
 	return c
 }
 
+// complete answers the held URL-mode question the server says is complete
+// (notifications/elicitation/complete): the user finished on the page, so
+// the call goes on without waiting for their answer, which then finds its
+// outcome.
+func (m *Manager) complete(cs *mcp.ClientSession, elicitationID string) {
+	if elicitationID == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.holds {
+		if a := c.ask; a != nil && c.x.cs == cs && a.request.IsURL() && a.request.ElicitationID == elicitationID {
+			a.answer <- &mcp.ElicitResult{Action: string(elicit.Accept)}
+			c.ask = nil
+		}
+	}
+}
+
 // expire answers the server cancel when the user did not answer in time.
 func (m *Manager) expire(id string) {
 	if c := m.take(id); c != nil {
@@ -174,11 +195,21 @@ func (m *Manager) answer(msg relayMsg) {
 		return
 	}
 	reply(replyMsg{Kind: "ack"})
-	c.ask.answer <- &mcp.ElicitResult{Action: string(msg.Result.Action), Content: msg.Result.Content}
+	m.mu.Lock()
+	a := c.ask
 	c.ask = nil
+	m.mu.Unlock()
+	if a != nil { // nil when the server said the question was complete
+		a.answer <- &mcp.ElicitResult{Action: string(msg.Result.Action), Content: msg.Result.Content}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.HoldTTL)
 	defer cancel()
-	a, o, err := c.next(ctx)
+	a, o, err := c.next(ctx, func(st agent.ToolStatus) {
+		data, err := json.Marshal(st)
+		if err == nil {
+			reply(replyMsg{Kind: "progress", Progress: data})
+		}
+	})
 	switch {
 	case err != nil:
 		reply(replyMsg{Kind: "gone", Error: "the server did not finish the call in time"})
@@ -189,6 +220,21 @@ func (m *Manager) answer(msg relayMsg) {
 			return
 		}
 		reply(replyMsg{Kind: "ask", Ask: a.params, State: state})
+	case c.keepsSession(o):
+		// The retry was refused too: the pages it names, on the same
+		// session.
+		pre, _, _ := prerequisites(o.err)
+		a, err := c.awaitPages(pre)
+		if err == nil {
+			var state json.RawMessage
+			if state, err = m.holdState(ctx, c, a); err == nil {
+				reply(replyMsg{Kind: "ask", Ask: a.params, State: state})
+				return
+			}
+		} else {
+			c.finish()
+		}
+		reply(replyMsg{Kind: "gone", Error: err.Error()})
 	case o.err != nil:
 		reply(replyMsg{Kind: "error", Error: o.err.Error()})
 	default:
@@ -202,7 +248,7 @@ func (m *Manager) answer(msg relayMsg) {
 
 // deliver sends the user's answer to the instance holding the call and
 // returns what the call did next.
-func (s *Server) deliver(ctx context.Context, st toolState, res elicit.Result) (agent.ToolResult, error) {
+func (s *Server) deliver(ctx context.Context, st toolState, res elicit.Result, report func(agent.ToolStatus)) (agent.ToolResult, error) {
 	m := s.m
 	replyTo := "chatd:mcp:reply:" + uuid.NewString()
 	sub, err := m.opts.Relay.Subscribe(ctx, replyTo)
@@ -237,12 +283,17 @@ func (s *Server) deliver(ctx context.Context, st toolState, res elicit.Result) (
 			switch r.Kind {
 			case "ack":
 				acked = true
+			case "progress":
+				var p agent.ToolStatus
+				if report != nil && json.Unmarshal(r.Progress, &p) == nil {
+					report(p)
+				}
 			case "gone":
 				return agent.ToolResult{}, fmt.Errorf("%w: %s", errNotCompleted, r.Error)
 			case "error":
 				return agent.ToolResult{}, errors.New(r.Error)
 			case "ask":
-				req, err := elicit.ParseParams(r.Ask)
+				req, err := askedRequest(r.Ask)
 				if err != nil {
 					return agent.ToolResult{}, err
 				}

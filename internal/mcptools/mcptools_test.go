@@ -68,7 +68,7 @@ func TestToolsAndBlocks(t *testing.T) {
 			cfg, _ := serverConfig(t, "srv", tc.transport, tc.version, nil)
 			m := newTestManager(t, []agent.MCPServer{cfg}, mcptools.Options{})
 			tools := mustTools(t, m.Server("srv"))
-			assert.Equal(t, []string{"srv__ask", "srv__bad_ask", "srv__content", "srv__delete_all", "srv__environment", "srv__fail", "srv__peek", "srv__url_ask"}, names(tools))
+			assert.Equal(t, []string{"srv__ask", "srv__bad_ask", "srv__content", "srv__delete_all", "srv__environment", "srv__fail", "srv__password_url_ask", "srv__peek", "srv__progress", "srv__script_url_ask", "srv__url_ask", "srv__url_required", "srv__watched_url_ask"}, names(tools))
 			assert.True(t, tools["srv__delete_all"].Definition().Destructive, "destructiveHint: true")
 			assert.False(t, tools["srv__peek"].Definition().Destructive, "readOnlyHint wins over destructiveHint")
 			assert.False(t, tools["srv__content"].Definition().Destructive, "no annotations: not confirmed")
@@ -166,16 +166,10 @@ func TestElicitationDeclined(t *testing.T) {
 			require.Len(t, res.Content, 1)
 			assert.Contains(t, res.Content[0].Text(), `"action":"decline"`)
 
-			// URL mode: chatd asks form-mode questions only. (go-sdk does not
-			// send a 2025-era client one it did not announce support for.)
-			res, err := tools["srv__url_ask"].Call(context.Background(), agent.ToolCall{ID: "c2", Name: "srv__url_ask", Arguments: json.RawMessage(`{}`)})
-			if tc.version == gen2026 {
-				require.NoError(t, err)
-				require.Nil(t, res.Pause, "nothing is asked")
-				assert.Contains(t, res.Content[0].Text(), `"action":"decline"`)
-			} else {
-				assert.Nil(t, res.Pause, "nothing is asked (%v)", err)
-			}
+			// URL mode: a URL chatd does not show is declined as well.
+			res = mustCall(t, tools["srv__script_url_ask"], nil)
+			require.Nil(t, res.Pause, "nothing is asked")
+			assert.Contains(t, res.Content[0].Text(), `"action":"decline"`)
 		})
 	}
 }

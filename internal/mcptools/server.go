@@ -181,9 +181,17 @@ func (m *Manager) newServer(cfg agent.MCPServer) *Server {
 		// chatd fulfils a 2026-07-28 server's input requests itself: the
 		// user's answer may arrive on another instance, long after.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			if req.Params != nil {
+				m.complete(req.Session, req.Params.ElicitationID)
+			}
+		},
 		// No roots: chatd does not share a file system with its servers.
-		Capabilities: &mcp.ClientCapabilities{},
-		Logger:       m.opts.Logger.With("mcp_server", cfg.Name),
+		// Both elicitation modes, so servers offer the tools that need
+		// them.
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
+		Logger: m.opts.Logger.With("mcp_server", cfg.Name),
 	})
 	return s
 }

@@ -26,8 +26,9 @@ import (
 
 // Protocol generations a test server may be limited to.
 const (
-	gen2026 = "2026-07-28"
-	gen2025 = "2025-06-18"
+	gen2026     = "2026-07-28"
+	gen2025     = "2025-06-18"
+	gen20251125 = "2025-11-25" // the first with URL-mode questions
 )
 
 // stdioEnv, when set, makes the test binary an MCP server over stdio
@@ -95,9 +96,17 @@ type answers struct {
 	mu   sync.Mutex
 	list []string
 	ch   chan string
+	// steps, when set, paces the progress tool: it sends its next
+	// notification after a value arrives.
+	steps chan struct{}
+	// completeNow, when set, makes the watched_url_ask tool send
+	// notifications/elicitation/complete when it is closed.
+	completeNow chan struct{}
 }
 
-func newAnswers() *answers { return &answers{ch: make(chan string, 16)} }
+func newAnswers() *answers {
+	return &answers{ch: make(chan string, 16), steps: make(chan struct{}), completeNow: make(chan struct{})}
+}
 
 // next returns the next answer a tool received.
 func (a *answers) next(tb testing.TB) string {
@@ -202,7 +211,88 @@ func newTestServer(version string, got *answers) *mcp.Server {
 		})
 	srv.AddTool(&mcp.Tool{Name: "url_ask", Description: "Sends the user to a page", InputSchema: object},
 		askTool(&mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: "https://example.com/login", ElicitationID: "e1"}, got))
+	srv.AddTool(&mcp.Tool{Name: "password_url_ask", Description: "Sends the user to a page with a password in its URL", InputSchema: object},
+		askTool(&mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: "https://admin:hunter2@example.com/login", ElicitationID: "e2"}, got))
+	srv.AddTool(&mcp.Tool{Name: "script_url_ask", Description: "Sends the user to a script", InputSchema: object},
+		askTool(&mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: "javascript:alert(document.cookie)", ElicitationID: "e3"}, got))
+	addProgressTool(srv, got)
+	addURLRequiredTool(srv)
+	addCompleteTool(srv, got)
 	return srv
+}
+
+// addProgressTool adds "progress", which reports three steps (and one for a
+// token that is not the call's) before it answers.
+func addProgressTool(srv *mcp.Server, got *answers) {
+	srv.AddTool(&mcp.Tool{Name: "progress", Description: "Works in three steps", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			token := req.Params.GetProgressToken()
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "not-a-call-of-chatd", Progress: 99, Message: "stray"})
+			for i := 1; i <= 3; i++ {
+				p := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i) / 2, Message: fmt.Sprintf("step %d", i)}
+				if i > 1 {
+					p.Total = 1.5
+				}
+				if err := req.Session.NotifyProgress(ctx, p); err != nil {
+					return nil, err
+				}
+				if got != nil && got.steps != nil {
+					select {
+					case <-got.steps:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "all done"}}}, nil
+		})
+}
+
+// addURLRequiredTool adds "url_required", which answers -32042 (visit a
+// page first) until it is retried with the same arguments.
+func addURLRequiredTool(srv *mcp.Server) {
+	var mu sync.Mutex
+	issued := map[string]bool{}
+	srv.AddTool(&mcp.Tool{Name: "url_required", Description: "Needs the user signed in", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			key := string(req.Params.Arguments)
+			mu.Lock()
+			first := !issued[key]
+			issued[key] = first
+			mu.Unlock()
+			if first {
+				return nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{
+					{Mode: "url", Message: "Sign in first", URL: "https://example.com/auth", ElicitationID: "pre-1"},
+					{Mode: "url", Message: "Then accept the terms", URL: "http://127.0.0.1:9/terms", ElicitationID: "pre-2"},
+				})
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "signed in with " + key}}}, nil
+		})
+}
+
+// addCompleteTool adds "watched_url_ask" (2025-11-25 and later): it sends the
+// user to a page and, when told, says the page is done
+// (notifications/elicitation/complete) while its question is open.
+func addCompleteTool(srv *mcp.Server, got *answers) {
+	srv.AddTool(&mcp.Tool{Name: "watched_url_ask", Description: "Sends the user to a page it watches", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if got != nil && got.completeNow != nil {
+				go func() {
+					select {
+					case <-got.completeNow:
+						_ = req.Session.NotifyElicitationComplete(context.WithoutCancel(ctx), &mcp.ElicitationCompleteParams{ElicitationID: "watched"})
+					case <-ctx.Done():
+					}
+				}()
+			}
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: "Pay", URL: "https://example.com/pay", ElicitationID: "watched"})
+			if err != nil {
+				return nil, err
+			}
+			data, _ := json.Marshal(res)
+			got.add(string(data))
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "payment: " + string(data)}}}, nil
+		})
 }
 
 // newHTTPServer serves a test MCP server over streamable HTTP.

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"chatd/internal/blocks"
+	"chatd/internal/elicit"
 )
 
 // InputError is a request a protocol cannot read: malformed, of the wrong
@@ -103,6 +104,11 @@ type Elicitation struct {
 	// Confirmation is set when the schema asks for no fields: the question
 	// is a yes/no confirmation.
 	Confirmation bool
+	// URL is set for a URL-mode question (mode "url", bridged from an MCP
+	// server): the page the user is asked to visit, and the server's
+	// ElicitationID, if any. It has no Schema.
+	URL           string
+	ElicitationID string
 }
 
 // ReadElicitation reads a TurnResult's elicitation. ok is false when there is
@@ -112,9 +118,12 @@ func ReadElicitation(params json.RawMessage) (e Elicitation, ok bool) {
 		return Elicitation{}, false
 	}
 	var req struct {
+		Mode            string          `json:"mode"`
 		Message         string          `json:"message"`
 		RequestedSchema json.RawMessage `json:"requestedSchema"`
 		Meta            json.RawMessage `json:"_meta"`
+		URL             string          `json:"url"`
+		ElicitationID   string          `json:"elicitationId"`
 	}
 	if json.Unmarshal(params, &req) != nil {
 		return Elicitation{}, false
@@ -127,6 +136,9 @@ func ReadElicitation(params json.RawMessage) (e Elicitation, ok bool) {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
 	_ = json.Unmarshal(req.RequestedSchema, &schema)
+	if req.Mode == elicit.ModeURL {
+		return Elicitation{Params: params, ID: id, Message: req.Message, Meta: req.Meta, URL: req.URL, ElicitationID: req.ElicitationID}, id != ""
+	}
 	return Elicitation{
 		Params: params, ID: id, Message: req.Message, Schema: req.RequestedSchema, Meta: req.Meta,
 		Confirmation: len(schema.Properties) == 0,

@@ -184,7 +184,7 @@ func (e *Engine) cancelPending(ctx context.Context, p Plain, pending store.Pendi
 	if err != nil {
 		return err
 	}
-	request, err := elicit.DecodeRequest(begun.Pending.Request)
+	request, err := elicit.DecodeStored(begun.Pending.Request)
 	if err != nil {
 		return fmt.Errorf("stored elicitation does not decode: %w", err)
 	}

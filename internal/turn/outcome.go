@@ -184,7 +184,7 @@ func encodePause(p *processor.Pause) ([]byte, error) {
 	}
 	request, err := blocks.Marshal(p.Request)
 	if err == nil {
-		_, err = elicit.DecodeRequest(request)
+		_, err = elicit.DecodeStored(request)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("processor output: elicitation request: %w", err)
@@ -196,7 +196,7 @@ var answerEvent = map[elicit.Action]string{elicit.Accept: "accepted", elicit.Dec
 
 // decodeAndValidate checks an answer against the stored request it answers.
 func decodeAndValidate(storedRequest []byte, result elicit.Result) (*elicit.Request, error) {
-	request, err := elicit.DecodeRequest(storedRequest)
+	request, err := elicit.DecodeStored(storedRequest)
 	if err != nil {
 		return nil, fmt.Errorf("stored elicitation does not decode: %w", err)
 	}

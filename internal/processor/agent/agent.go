@@ -462,7 +462,8 @@ func (t *turn) runCall(ctx context.Context, c toolCall, queue []toolCall) (*proc
 // turn.
 func (t *turn) execute(ctx context.Context, tool Tool, c toolCall, args json.RawMessage, resume *ToolResume, queue []toolCall) (*processor.Output, error) {
 	t.status(c, statusRunning, "Running "+c.Name)
-	res, err := tool.Call(ctx, ToolCall{ID: c.ID, Name: c.Name, Arguments: args, Resume: resume, Principal: t.principal})
+	report := func(st ToolStatus) { t.progress(c, st) }
+	res, err := tool.Call(ctx, ToolCall{ID: c.ID, Name: c.Name, Arguments: args, Resume: resume, Principal: t.principal, Report: report})
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if processor.Stopped(ctx) {
 			t.record(c, statusCancelled, "the user stopped the turn")
@@ -515,6 +516,22 @@ func (t *turn) status(c toolCall, state, label string) {
 	}}})
 }
 
+// progress streams a running call's status item with what the tool
+// reported: progress, total and message, each when given.
+func (t *turn) progress(c toolCall, st ToolStatus) {
+	item := map[string]any{"id": c.ID, "label": "Running " + c.Name, "state": statusRunning}
+	if st.Progress != "" {
+		item["progress"] = st.Progress
+	}
+	if st.Total != "" {
+		item["total"] = st.Total
+	}
+	if st.Message != "" {
+		item["message"] = st.Message
+	}
+	t.emit(processor.Delta{Meta: map[string]any{blocks.MetaStatusItem: item}})
+}
+
 // toolResult gives the model a call's result and records the call.
 func (t *turn) toolResult(c toolCall, content, status, reason string) {
 	t.conv = append(t.conv, message{Role: roleTool, ToolCallID: c.ID, Content: content})
@@ -543,7 +560,12 @@ func (t *turn) pause(p pendingCall, queue []toolCall, req *elicit.Request) (*pro
 		return nil, fmt.Errorf("agent: pause state: %w", err)
 	}
 	t.record(p.Call, statusInputRequired, "")
-	t.say(req.Message)
+	if req.IsURL() {
+		// Block-unaware clients see where the user is asked to go.
+		t.say(req.Message + "\n\n" + req.URL)
+	} else {
+		t.say(req.Message)
+	}
 	out := t.output()
 	out.Pause = &processor.Pause{Request: req, State: state}
 	return &out, nil

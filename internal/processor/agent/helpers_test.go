@@ -275,6 +275,9 @@ type turnResult struct {
 		Meta          map[string]any    `json:"_meta"`
 	} `json:"message"`
 	Elicitation *struct {
+		Mode            string         `json:"mode"`
+		URL             string         `json:"url"`
+		ElicitationID   string         `json:"elicitationId"`
 		Message         string         `json:"message"`
 		RequestedSchema map[string]any `json:"requestedSchema"`
 		Meta            map[string]any `json:"_meta"`

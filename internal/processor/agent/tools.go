@@ -75,6 +75,22 @@ type ToolCall struct {
 	// Resume is set when the call continues after the user answered the
 	// elicitation this tool paused with.
 	Resume *ToolResume
+	// Report, when set, streams the call's progress to the user while it
+	// runs. Call it only from the goroutine running Call, before Call
+	// returns.
+	Report func(ToolStatus)
+}
+
+// ToolStatus is a running tool's report of its progress (an MCP server's
+// notifications/progress): each becomes a drupal.org/ai.status_item of the
+// call. Numbers are kept as the tool sent them.
+type ToolStatus struct {
+	// Progress is how far the tool is; empty when it did not say.
+	Progress json.Number `json:"progress,omitempty"`
+	// Total is where Progress ends, when known.
+	Total json.Number `json:"total,omitempty"`
+	// Message says what the tool is doing.
+	Message string `json:"message,omitempty"`
 }
 
 // ToolResume is the user's answer to a tool's elicitation, with the state the

@@ -24,11 +24,18 @@ const (
 // content blocks and _meta.
 const ContentBlocksEvent = "chatd.content_blocks"
 
-// The reasons an interrupt gives: a form to fill, or (for a schema that
-// asks for no fields) a yes/no confirmation.
+// StatusItemEvent is the name of the CUSTOM event that carries a status item
+// streamed without text (_meta["drupal.org/ai.status_item"]: a running
+// tool, its progress).
+const StatusItemEvent = "chatd.status_item"
+
+// The reasons an interrupt gives: a form to fill, (for a schema that asks
+// for no fields) a yes/no confirmation, or a page to visit (URL mode, the
+// page in metadata.url), answered accept once the user is done there.
 const (
 	ReasonInputRequired = "input_required"
 	ReasonConfirmation  = "confirmation"
+	ReasonURL           = "url"
 )
 
 // Run writes one turn as the events of an AG-UI run. Its methods are called
@@ -92,6 +99,10 @@ type Interrupt struct {
 	ExpiresAt      string          `json:"expiresAt,omitempty"`
 	Metadata       struct {
 		Meta json.RawMessage `json:"_meta,omitempty"`
+		// URL and ElicitationID are a URL-mode question's: the page the
+		// user is asked to visit (there is no responseSchema then).
+		URL           string `json:"url,omitempty"`
+		ElicitationID string `json:"elicitationId,omitempty"`
 	} `json:"metadata"`
 }
 
@@ -101,6 +112,13 @@ type textEvent struct {
 	Role      string         `json:"role,omitempty"`
 	Delta     string         `json:"delta,omitempty"`
 	Metadata  map[string]any `json:"metadata,omitempty"`
+}
+
+// statusEvent is the CUSTOM event of a status item.
+type statusEvent struct {
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	Value any    `json:"value"`
 }
 
 type customEvent struct {
@@ -146,6 +164,11 @@ func (r *Run) Start(st turn.Start) {
 // metadata under "_meta".
 func (r *Run) Delta(text string, meta map[string]any) {
 	if text == "" {
+		// AG-UI has no content event without text: a tool's status (and
+		// its progress) is a CUSTOM event of its own.
+		if item, ok := meta[blocks.MetaStatusItem]; ok {
+			r.event(statusEvent{Type: Custom, Name: StatusItemEvent, Value: item})
+		}
 		return
 	}
 	if !r.textOpen {
@@ -214,6 +237,10 @@ func (r *Run) Completed(res *turn.Result) {
 			in.ExpiresAt = blocks.FormatTimestamp(time.Time(*res.ElicitationExpiresAt))
 		}
 		in.Metadata.Meta = e.Meta
+		if e.URL != "" {
+			in.Reason, in.ResponseSchema = ReasonURL, nil
+			in.Metadata.URL, in.Metadata.ElicitationID = e.URL, e.ElicitationID
+		}
 		fin.Outcome = &Outcome{Type: "interrupt", Interrupts: []Interrupt{in}}
 	}
 	r.event(fin)

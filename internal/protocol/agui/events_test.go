@@ -78,6 +78,19 @@ func TestRun(t *testing.T) {
 				content("world"), textEnd, success},
 		},
 		{
+			name: "a status item without text is a chatd.status_item custom event",
+			run: func(r *agui.Run) {
+				r.Started()
+				r.Start(start)
+				r.Delta("", map[string]any{"drupal.org/ai.status_item": map[string]any{"id": "c1", "label": "Running", "state": "running",
+					"progress": json.Number("2.50"), "total": json.Number("1e1")}})
+				r.Completed(result(turn.StatusCompleted, "", nil, nil))
+			},
+			want: []string{started,
+				`{"type":"CUSTOM","name":"chatd.status_item","value":{"id":"c1","label":"Running","progress":2.50,"state":"running","total":1e1}}`,
+				success},
+		},
+		{
 			name: "text not streamed is sent as one content event",
 			run: func(r *agui.Run) {
 				r.Started()
@@ -123,6 +136,19 @@ func TestRun(t *testing.T) {
 				finished("input_required", `{"type":"interrupt","interrupts":[{"id":"`+elicitID+`","reason":"confirmation","message":"Sure?",`+
 					`"responseSchema":{"type":"object","properties":{}},"expiresAt":"2026-06-01T10:15:02.500Z",`+
 					`"metadata":{"_meta":{"drupal.org/ai.elicitation_id":"`+elicitID+`"}}}]}`)},
+		},
+		{
+			name: "a URL-mode question is a url interrupt with the page in metadata.url",
+			run: func(r *agui.Run) {
+				r.Started()
+				r.Start(start)
+				r.Completed(paused(`{"mode":"url","message":"Sign in","url":"https://example.com/login?a=1&b=2","elicitationId":"srv-1","_meta":{"drupal.org/ai.elicitation_id":"` + elicitID + `"}}`))
+			},
+			want: []string{started, textStart, content("Sure?"), textEnd,
+				`{"type":"CUSTOM","name":"chatd.content_blocks","value":{"message_id":"` + messageID + `","content_blocks":[],"_meta":{"drupal.org/ai.elicitation_id":"` + elicitID + `"}}}`,
+				finished("input_required", `{"type":"interrupt","interrupts":[{"id":"`+elicitID+`","reason":"url","message":"Sign in",`+
+					`"responseSchema":null,"expiresAt":"2026-06-01T10:15:02.500Z",`+
+					`"metadata":{"_meta":{"drupal.org/ai.elicitation_id":"`+elicitID+`"},"url":"https://example.com/login?a=1&b=2","elicitationId":"srv-1"}}]}`)},
 		},
 		{
 			name: "a replayed result without events",

@@ -46,6 +46,8 @@ func paused(params string, confirm bool) *turn.Result {
 	return r
 }
 
+const urlParams = `{"mode":"url","message":"Sign in","url":"https://example.com/login","_meta":{"drupal.org/ai.elicitation_id":"` + elicitID + `"}}`
+
 const formParams = `{"message":"Who are you?","requestedSchema":{"type":"object","properties":{"age":{"type":"integer","maximum":1e3}}},"_meta":{"drupal.org/ai.elicitation_id":"` + elicitID + `"}}`
 
 const meta = `{"chatd":{"thread_id":"` + threadID + `","turn_id":"` + turnID + `","message_id":"` + messageID + `","user_message_id":"` + userID + `","_meta":%s}}`
@@ -138,6 +140,19 @@ func TestStream(t *testing.T) {
 				metadata(`{"drupal.org/ai.elicitation_id":"` + elicitID + `"}`),
 				`{"type":"tool-input-start","toolCallId":"` + elicitID + `","toolName":"elicitation"}`,
 				`{"type":"tool-input-available","toolCallId":"` + elicitID + `","toolName":"elicitation","input":` + formParams + `}`,
+			}, tail("tool-calls")),
+		},
+		{
+			name: "a URL-mode question is a call of the elicitation tool with the page",
+			run: func(s *aisdk.Stream) {
+				s.Start(start)
+				s.Completed(paused(urlParams, false))
+			},
+			want: join(head, []string{
+				text("text-start"), text("text-delta", "Who are you?"), text("text-end"),
+				metadata(`{"drupal.org/ai.elicitation_id":"` + elicitID + `"}`),
+				`{"type":"tool-input-start","toolCallId":"` + elicitID + `","toolName":"elicitation"}`,
+				`{"type":"tool-input-available","toolCallId":"` + elicitID + `","toolName":"elicitation","input":` + urlParams + `}`,
 			}, tail("tool-calls")),
 		},
 		{

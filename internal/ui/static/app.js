@@ -279,7 +279,22 @@
   function statusItem(s) {
     if (!s || typeof s !== 'object' || typeof s.label !== 'string') return null;
     const st = ['running', 'done', 'failed'].includes(s.state) ? s.state : 'running';
-    return el('div', { class: `status-item status-${st}` }, el('span', { class: 'dot', 'aria-hidden': 'true' }), s.label);
+    const item = el('div', { class: `status-item status-${st}` }, el('span', { class: 'dot', 'aria-hidden': 'true' }), s.label);
+    // A running MCP tool's progress: a bar when its total is known, the
+    // count otherwise, and what the tool says it is doing.
+    if (st === 'running' && typeof s.progress === 'number' && isFinite(s.progress)) {
+      const total = typeof s.total === 'number' && isFinite(s.total) && s.total > 0 ? s.total : null;
+      if (total !== null) {
+        item.append(el('progress', { class: 'status-progress', max: String(total), value: String(Math.min(Math.max(s.progress, 0), total)),
+          'aria-label': `${s.label}: ${s.progress} of ${total}` }));
+      } else {
+        item.append(el('span', { class: 'status-count', text: String(s.progress) }));
+      }
+    }
+    if (st === 'running' && typeof s.message === 'string' && s.message) {
+      item.append(el('span', { class: 'status-message', text: s.message }));
+    }
+    return item;
   }
 
   function citations(v) {
@@ -828,7 +843,8 @@
     state.pending = { request: req, expiresAt: expiresAt ? new Date(expiresAt) : null };
     $('input').disabled = true;
     refreshSuggestions();
-    if (Object.keys(props).length === 0) showConfirm(req);
+    if (req.mode === 'url') showConsent(req);
+    else if (Object.keys(props).length === 0) showConfirm(req);
     else showForm(req, schema, props);
     tickExpiry();
     state.expiryTimer = setInterval(tickExpiry, 1000);
@@ -853,10 +869,10 @@
   function tickExpiry() {
     if (!state.pending) return;
     const text = expiryText();
-    for (const id of ['form-expiry', 'confirm-expiry']) { const n = $(id); if (n) n.textContent = text; }
+    for (const id of ['form-expiry', 'confirm-expiry', 'consent-expiry']) { const n = $(id); if (n) n.textContent = text; }
     if (pendingExpired()) {
       clearInterval(state.expiryTimer);
-      for (const b of document.querySelectorAll('#pending button[type="submit"], #confirm-yes, #confirm-no')) b.disabled = true;
+      for (const b of document.querySelectorAll('#pending button[type="submit"], #consent-done, #confirm-yes, #confirm-no')) b.disabled = true;
       $('input').disabled = false;
     }
   }
@@ -888,6 +904,43 @@
     e.preventDefault();
     $('confirm-dialog').close('cancel');
   });
+
+  // consentURL returns the URL of a URL-mode question when the page may
+  // link to it — https, or http to a loopback host, without credentials —
+  // and null otherwise (chatd checks the same before it asks).
+  function consentURL(raw) {
+    let u;
+    try { u = new URL(String(raw)); } catch { return null; }
+    if (u.username || u.password) return null;
+    const loopback = u.hostname === 'localhost' || u.hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(u.hostname);
+    if (u.protocol === 'https:' || (u.protocol === 'http:' && loopback)) return u;
+    return null;
+  }
+
+  // showConsent shows a URL-mode question: the whole URL with its host in
+  // bold, so the user sees where they are sent; the page opens only when
+  // they click it (a new tab that cannot reach back to chatd's); Done says
+  // they finished there, Cancel that they will not.
+  function showConsent(req) {
+    const u = consentURL(req.url);
+    const card = el('div', { class: 'consent', role: 'group', 'aria-label': 'A page to visit' },
+      el('p', { class: 'consent-message', text: String(req.message || 'Please open this page.') }));
+    if (u) {
+      const rest = u.href.slice(u.protocol.length + 2 + u.host.length);
+      card.append(el('p', { class: 'consent-url' },
+        el('a', { id: 'consent-open', href: u.href, target: '_blank', rel: 'noopener noreferrer' },
+          `${u.protocol}//`, el('strong', { class: 'consent-host', text: u.host }), rest)),
+      el('p', { class: 'consent-hint', text: 'Opens in a new tab. Come back here when you are done.' }));
+    } else {
+      card.append(el('p', { class: 'consent-hint', text: 'This page cannot be shown here.' }));
+    }
+    card.append(el('p', { id: 'consent-expiry', class: 'expiry' }),
+      el('div', { class: 'actions' },
+        el('button', { type: 'button', id: 'consent-done', disabled: !u, onclick: () => answer('accept'), text: 'Done' }),
+        el('button', { type: 'button', id: 'consent-cancel', class: 'secondary', onclick: () => answer('cancel'), text: 'Cancel' })));
+    $('pending').hidden = false;
+    $('pending').replaceChildren(card);
+  }
 
   // widgetOf returns the widget hint for a property ('' when none).
   function widgetOf(req, name) {
