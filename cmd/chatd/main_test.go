@@ -253,6 +253,7 @@ func TestRunFailsOnBadConfiguration(t *testing.T) {
 		"one key, two principals": {"CHATD_AUTH_MODE": "apikey", "CHATD_API_KEYS": "alice:k1,bob:k1"},
 		"javascript entity urls":  {"CHATD_ENTITY_URL_TEMPLATE": "javascript:alert('{type}/{id}')"},
 		"entity url without id":   {"CHATD_ENTITY_URL_TEMPLATE": "https://site.example/{type}"},
+		"entity type in host":     {"CHATD_ENTITY_URL_TEMPLATE": "https://{type}.site.example/{id}"},
 		"unparseable ui switch":   {"CHATD_UI": "maybe"},
 	}
 	for name, env := range cases {

@@ -175,6 +175,11 @@ func (p *Process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.I
 // Port returns the server's port.
 func (p *Process) Port() int { return p.port }
 
+// Do sends one command to the server, as Server.Do does.
+func (p *Process) Do(ctx context.Context, args ...string) (any, error) {
+	return do(ctx, p.Addr(), args...)
+}
+
 // Dir returns the server's working directory, "" once Stop has removed a
 // temporary one.
 func (p *Process) Dir() string {

@@ -135,12 +135,25 @@ const (
 	recordOverhead = 96
 )
 
-// footprint estimates the memory the thread holds: its history, pending
-// elicitation, idempotency records and turn logs.
+// footprint estimates the memory the thread holds: its record (title,
+// metadata, preview), history, pending elicitation, idempotency records and
+// turn logs.
 func (th *memThread) footprint() int64 {
-	return threadOverhead + th.msgBytes + int64(len(th.msgs))*recordOverhead +
+	return threadOverhead + th.thread.recordBytes() + th.msgBytes + int64(len(th.msgs))*recordOverhead +
 		int64(len(th.pending)) + th.idemBytes + int64(len(th.idem)+len(th.elicitations))*recordOverhead +
 		th.logBytes + int64(len(th.turns))*recordOverhead
+}
+
+// recordBytes is the size of what a client sets on a thread record.
+func (t Thread) recordBytes() int64 {
+	n := len(t.Preview)
+	if t.Title != nil {
+		n += len(*t.Title)
+	}
+	for k, v := range t.Metadata {
+		n += len(k) + len(v)
+	}
+	return int64(n)
 }
 
 // settle charges or releases what th's footprint has changed by since it
@@ -821,6 +834,7 @@ func (m *Memory) UpdateThread(ctx context.Context, threadID, principal string, p
 		return Thread{}, err
 	}
 	th.expires = now.Add(m.opts.ThreadTTL)
+	m.settle(th)
 	return th.view(now), nil
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,13 @@ func TestMemoryUsageCountsEverything(t *testing.T) {
 	owner, threadID := "alice", blocks.NewID()
 	require.NoError(t, m.CreateThread(ctx, Thread{ID: threadID, Owner: owner, Processor: "echo"}))
 	big := bytes.Repeat([]byte("x"), size)
+
+	// What a client sets on the thread counts too.
+	bare := m.usage.used
+	value := strings.Repeat("m", 3000)
+	_, err := m.UpdateThread(ctx, threadID, owner, ThreadPatch{Metadata: map[string]*string{"notes": &value}})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, m.usage.used-bare, int64(len(value)), "metadata is counted")
 
 	// turn runs a turn that streams one big event and ends with another
 	// (and, with record, an idempotency record as big), but writes no
@@ -64,7 +72,7 @@ func TestMemoryUsageCountsEverything(t *testing.T) {
 	assert.LessOrEqual(t, m.usage.used, int64(bound+3*size+4096), "the store holds at most the bound and one turn")
 
 	// Reads still work.
-	_, _, err := m.GetThread(ctx, threadID, owner)
+	_, _, err = m.GetThread(ctx, threadID, owner)
 	require.NoError(t, err)
 	events, ended, err := m.TurnEvents(ctx, threadID, owner, last, 0, 0)
 	require.NoError(t, err)
