@@ -26,6 +26,7 @@ bench:
 	bash scripts/ensure-redis.sh
 	go run ./bench/loadbench
 	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api ./internal/processor/agent ./internal/processor/remote
+	go test -run '^$$' -bench BranchedHistory -benchtime 3000x ./internal/store
 
 # Break chatd on purpose (Redis kill -9, an instance killed, slow clients, a
 # flood, a full embedded store) and print what survived; about a minute, all

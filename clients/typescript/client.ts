@@ -56,3 +56,39 @@ export async function rename(threadId: string, title: string): Promise<string | 
   });
   return data?.title;
 }
+
+// Branches: a reply regenerated, an edit sent beside the message it edits,
+// and the ‹ 2/3 › picker a message with alternatives shows.
+export async function regenerate(threadId: string, messageId: string): Promise<string> {
+  const { data, error } = await client.POST("/v1/threads/{thread_id}/messages/{message_id}/regenerate", {
+    params: { path: { thread_id: threadId, message_id: messageId } },
+    body: {},
+    parseAs: "json",
+  });
+  if (error) return `failed: ${error.code}`; // not_regenerable, thread_busy, …
+  return `${data.user_message.id} → ${data.message.message}`;
+}
+
+export async function edit(threadId: string, edited: components["schemas"]["Message"], text: string): Promise<string | undefined> {
+  const { data } = await client.POST("/v1/threads/{thread_id}/turns", {
+    params: { path: { thread_id: threadId } },
+    body: { message: text, parent_id: edited.parent_id ?? null },
+    parseAs: "json",
+  });
+  return data?.message.id;
+}
+
+export async function pickers(threadId: string, leaf?: string): Promise<string[]> {
+  const { data } = await client.GET("/v1/threads/{thread_id}/messages", {
+    params: { path: { thread_id: threadId }, query: { limit: 50, leaf } },
+  });
+  return (data?.messages ?? []).map((m) => (m.siblings ? `‹ ${m.siblings.index + 1}/${m.siblings.ids.length} ›` : ""));
+}
+
+export async function switchBranch(threadId: string, messageId: string): Promise<string | null | undefined> {
+  const { data } = await client.PATCH("/v1/threads/{thread_id}", {
+    params: { path: { thread_id: threadId } },
+    body: { head_id: messageId },
+  });
+  return data?.head_id;
+}

@@ -150,3 +150,39 @@ func plainMessages(msgs []blocks.Message) ([]json.RawMessage, error) {
 	}
 	return out, nil
 }
+
+// editedParent is the parent of the user message id names, when the thread
+// holds it: a protocol's message carrying that ID edits it, and the edit
+// is its sibling. It is nil (the head) for an ID history does not hold, such
+// as one the client made up.
+func (s *Server) editedParent(r *http.Request, threadID, id string) *string {
+	if !blocks.IsCanonicalID(threadID) || !blocks.IsCanonicalID(id) {
+		return nil
+	}
+	page, err := s.store.HistoryOf(r.Context(), threadID, principalFrom(r.Context()), store.PageRequest{Limit: 1, Leaf: id})
+	if err != nil || len(page.Messages) != 1 || page.Messages[0].Role != blocks.RoleUser {
+		return nil
+	}
+	return &page.Messages[0].ParentID
+}
+
+// beginProtocolRegenerate begins a protocol's regenerate of messageID, or
+// of the thread's head when it is empty, with the native turn's
+// idempotency (keyed on the whole body).
+func (s *Server) beginProtocolRegenerate(r *http.Request, threadID, messageID, idemKey string, body []byte, stopOnDisconnect bool) (*turn.Turn, error) {
+	if !blocks.IsCanonicalID(threadID) {
+		return nil, store.ErrNotFound
+	}
+	principal := principalFrom(r.Context())
+	if messageID == "" {
+		thread, _, err := s.store.GetThread(r.Context(), threadID, principal)
+		if err != nil {
+			return nil, err
+		}
+		messageID = thread.HeadID
+	}
+	return s.engine.Regenerate(r.Context(), turn.Regenerate{
+		ThreadID: threadID, Principal: principal, MessageID: messageID,
+		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body), Stream: true, StopOnDisconnect: stopOnDisconnect,
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chatd/internal/processor"
+	"chatd/internal/store"
 )
 
 // historyEcho answers with the texts of the history it was given and the
@@ -295,4 +296,30 @@ func TestRegenerateAndTurnExcludeEachOther(t *testing.T) {
 			wg.Wait()
 		})
 	}
+}
+
+// TestTrimmedParent: a reply trimmed from history can be neither a turn's
+// parent nor regenerated, and its children's branch stops where it was.
+func TestTrimmedParent(t *testing.T) {
+	opts := testStoreOpts
+	opts.HistoryMax = 4
+	st := store.NewMemory(opts)
+	t.Cleanup(func() { _ = st.Close() })
+	ts := newTestServer(t, withStore(st))
+	id := ts.mustCreateThread(t, alice, "echo")
+	first := ts.mustTurn(t, alice, id, "one")
+	ts.mustTurn(t, alice, id, "two")
+	ts.mustTurn(t, alice, id, "three")
+	before := ts.mustHistoryRaw(t, alice, id)
+
+	resp := ts.do(t, testRequest{method: http.MethodPost, path: turnPath(id), as: alice,
+		body: mustJSON(t, map[string]any{"message": "m", "parent_id": first.Message.ID})})
+	assert.Equal(t, []string{"parent_id"}, mustProblem(t, resp, http.StatusUnprocessableEntity, "validation_failed").fields())
+	mustProblem(t, ts.do(t, testRequest{method: http.MethodPost, path: regeneratePath(id, first.Message.ID), as: alice}),
+		http.StatusNotFound, "not_found")
+	assert.Equal(t, string(before), string(ts.mustHistoryRaw(t, alice, id)), "nothing was stored")
+	page := mustDecode[wireBranchPage](t, before)
+	require.Len(t, page.Messages, 4)
+	assert.Nil(t, page.NextBefore, "the branch stops at its trimmed ancestor")
+	require.NotNil(t, page.Messages[0].ParentID, "a message keeps the parent_id of a trimmed parent")
 }

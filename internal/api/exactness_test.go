@@ -375,7 +375,7 @@ func TestBadRequestsNameTheShape(t *testing.T) {
 	ts := newTestServer(t)
 	thread := ts.mustCreateThread(t, alice, "echo")
 	paused := ts.mustPause(t, alice, thread, `/elicit {"message":"Ok?","requestedSchema":{"type":"object","properties":{}}}`)
-	const turn = "a turn is {message, content_blocks?, _meta?, stop_on_disconnect?, cancel_pending?}"
+	const turn = "a turn is {message, content_blocks?, _meta?, parent_id?, stop_on_disconnect?, cancel_pending?}"
 	const answer = "an answer is {action, content?, _meta?}"
 	other := ts.mustCreateThread(t, alice, "echo")
 	tests := []struct {

@@ -28,6 +28,10 @@ func FuzzParseTurnRequest(f *testing.F) {
 		`null`,
 		`{"message":"x","content_blocks":[{"type":"resource","resource":{"uri":"u","text":"t","blob":"aGk="}}]}`,
 		`{"message":"x","content_blocks":[{},{},{},{},{},{},{},{},{}]}`,
+		`{"message":"x","parent_id":null}`,
+		`{"message":"x","parent_id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10"}`,
+		`{"message":"x","parent_id":7}`,
+		`{"message":"x","parent_id":"x"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -75,6 +79,9 @@ func FuzzThreadPatch(f *testing.F) {
 		`{}`,
 		`null`,
 		`{"title":"x"} {}`,
+		`{"head_id":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a10"}`,
+		`{"head_id":null}`,
+		`{"head_id":"x","title":"y"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -85,6 +92,12 @@ func FuzzThreadPatch(f *testing.F) {
 			var patch store.ThreadPatch
 			patch, err = parseThreadPatch(req)
 			if err == nil {
+				patch.Head, err = parseHeadID(req.HeadID)
+			}
+			if err == nil {
+				if patch.Head != "" && !blocks.IsCanonicalID(patch.Head) {
+					t.Fatalf("body %q: accepted head_id %q", body, patch.Head)
+				}
 				if patch.Title != nil && (*patch.Title == "" || utf8.RuneCountInString(*patch.Title) > maxTitleRunes) {
 					t.Fatalf("body %q: accepted title %q", body, *patch.Title)
 				}

@@ -75,14 +75,19 @@ func (s *Server) handleAISDKChat(w http.ResponseWriter, r *http.Request) error {
 	}
 	var t *turn.Turn
 	continues := ""
-	if req.Answer != nil {
+	switch {
+	case req.Answer != nil:
 		continues = req.Answer.MessageID
 		t, err = s.beginAnswer(r, req.ThreadID, req.Answer, req.StopOnDisconnect)
-	} else {
+	case req.Regenerate:
+		t, err = s.beginProtocolRegenerate(r, req.ThreadID, req.RegenerateID, idemKey, body, req.StopOnDisconnect)
+	default:
 		// A new message while a question is pending steers away from it,
-		// as a chat user expects: useChat has no other way to say so.
+		// as a chat user expects: useChat has no other way to say so. A
+		// message with the ID of a user message in history edits it.
 		t, err = s.beginProtocolTurn(r, req.ThreadID, req.Text, req.Blocks, idemKey, body,
-			protocolTurn{stopOnDisconnect: req.StopOnDisconnect, cancelPending: true})
+			protocolTurn{stopOnDisconnect: req.StopOnDisconnect, cancelPending: true,
+				parent: s.editedParent(r, req.ThreadID, req.UserMessageID)})
 	}
 	stream := s.startUIStream(w, true)
 	defer stream.close()
@@ -186,6 +191,8 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) error {
 type protocolTurn struct {
 	stopOnDisconnect bool
 	cancelPending    bool
+	// parent is the parent_id of the user's message (nil: the head).
+	parent *string
 }
 
 // beginProtocolTurn begins a plain turn on a protocol's user message, with
@@ -200,7 +207,7 @@ func (s *Server) beginProtocolTurn(r *http.Request, threadID, text string, list 
 	return s.engine.Begin(r.Context(), turn.Plain{
 		ThreadID: threadID, Principal: principalFrom(r.Context()), Message: blocks.NewMessage(blocks.RoleUser, text, list, nil),
 		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body), Stream: true,
-		StopOnDisconnect: opts.stopOnDisconnect, CancelPending: opts.cancelPending,
+		StopOnDisconnect: opts.stopOnDisconnect, CancelPending: opts.cancelPending, Parent: opts.parent,
 	})
 }
 

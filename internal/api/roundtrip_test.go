@@ -321,12 +321,12 @@ func TestBlocksRoundTrip(t *testing.T) {
 		jsonEqual(t, wantBlocks, history[0].ContentBlocks)
 		jsonEqual(t, wantBlocks, history[1].ContentBlocks)
 
-		// A plain message is the exact four-field record.
+		// A plain message is the exact five-field record.
 		ts.mustTurn(t, alice, thread, "plain")
 		raw := mustDecode[wirePageRaw](t, ts.mustHistoryRaw(t, alice, thread))
 		require.Len(t, raw.Messages, 4)
 		for _, m := range raw.Messages[2:] {
-			assert.ElementsMatch(t, []string{"id", "role", "message", "timestamp"}, keysOf(m))
+			assert.ElementsMatch(t, []string{"id", "parent_id", "role", "message", "timestamp"}, keysOf(m))
 		}
 	})
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -306,4 +308,61 @@ func messageJSON(tb testing.TB, msgs []blocks.Message) []string {
 func encodedIDs(tb testing.TB, enc blocks.EncodedMessages) []string {
 	tb.Helper()
 	return messageIDs(mustDecode(tb, enc))
+}
+
+func TestRedisClusterBranches(t *testing.T) {
+	c := redistest.StartCluster(t)
+	runBranchContract(t, func(tb testing.TB, opts store.Options) branchStore {
+		tb.Helper()
+		st, err := store.OpenRedis(c.URL(), opts)
+		require.NoError(tb, err)
+		tb.Cleanup(func() { _ = st.Close() })
+		return st
+	})
+}
+
+// TestRedisEarlierRecordsOneBranch: records written before messages named
+// their parents, in the earlier history layout too, read as one branch —
+// each message's parent the one before it — and branch from there.
+func TestRedisEarlierRecordsOneBranch(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := newServerClient(t, srv)
+	st := newTestRedis(t, srv, &redis.Options{Addr: srv.Addr()}, testOpts)
+	th := mustCreateThread(t, st)
+	prefix := "chatd:{" + th.ID + "}:"
+	old := newTestMessages(6, "old")
+	for i, m := range old {
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		// The record as it was: no parent_id member at all.
+		b = []byte(strings.Replace(string(b), `"parent_id":null,`, "", 1))
+		require.NotContains(t, string(b), "parent_id")
+		require.NoError(t, rdb.ZAdd(ctx, prefix+"msgs", redis.Z{Score: float64(1 + i), Member: m.ID}).Err())
+		require.NoError(t, rdb.HSet(ctx, prefix+"msgdata", m.ID, b).Err())
+	}
+	require.NoError(t, rdb.HSet(ctx, prefix+"thread", "seq", len(old)).Err())
+
+	got, _, err := st.GetThread(ctx, th.ID, alice)
+	require.NoError(t, err)
+	assert.Equal(t, old[5].ID, got.HeadID)
+	page, err := st.HistoryOf(ctx, th.ID, alice, store.PageRequest{Limit: 3})
+	require.NoError(t, err)
+	assert.Equal(t, messageIDs(old[3:]), messageIDs(page.Messages))
+	for i, m := range page.Messages {
+		assert.Equal(t, old[2+i].ID, m.ParentID, "an earlier record's parent is the message before it")
+	}
+
+	// A regenerated reply to the last user message branches off.
+	user := old[4].ID
+	ts, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: th.ID, Principal: alice, LockTTL: lockTTL, Window: 2, Branch: &user})
+	require.NoError(t, err)
+	assert.Equal(t, messageIDs(old[3:5]), encodedIDs(t, ts.History))
+	reply := newTestMessages(2, "again")[1]
+	require.NoError(t, st.CommitTurn(ctx, store.Commit{ThreadID: th.ID, LockToken: ts.LockToken, Messages: []blocks.Message{reply}, Parent: &user}))
+	page, err = st.HistoryOf(ctx, th.ID, alice, store.PageRequest{Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, append(messageIDs(old[:5]), reply.ID), messageIDs(page.Messages))
+	assert.Equal(t, store.Siblings{Index: 1, IDs: []string{old[5].ID, reply.ID}}, page.Siblings[reply.ID])
+	assert.Empty(t, page.Messages[0].ParentID)
 }

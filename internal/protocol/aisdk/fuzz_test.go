@@ -28,9 +28,14 @@ func FuzzDecodeRequest(f *testing.F) {
 		if req.ThreadID == "" {
 			t.Fatal("a request read without a thread ID")
 		}
-		asks := req.Text != "" || len(req.Blocks) > 0
-		if (req.Answer != nil) == asks {
-			t.Fatalf("a request must be a message or an answer, not both or neither: %+v", req)
+		kinds := 0
+		for _, is := range []bool{req.Text != "" || len(req.Blocks) > 0, req.Answer != nil, req.Regenerate} {
+			if is {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			t.Fatalf("a request must be one of a message, an answer or a regenerate: %+v", req)
 		}
 	})
 }

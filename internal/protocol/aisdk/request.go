@@ -30,6 +30,15 @@ type Request struct {
 	// DefaultChatTransport's body option): the turn stops when the client
 	// aborts the request (useChat's stop).
 	StopOnDisconnect bool
+	// UserMessageID is the ID of the user's message as the client sent it:
+	// the ID of a message in history when the client edits one
+	// (sendMessage({text, messageId})), a client-made one otherwise.
+	UserMessageID string
+	// Regenerate is set for trigger regenerate-message (useChat's
+	// regenerate()): RegenerateID names the assistant message to
+	// regenerate, empty for the thread's head. Nothing else is read.
+	Regenerate   bool
+	RegenerateID string
 }
 
 // ToolName is the client-side tool a pause is called as.
@@ -85,9 +94,13 @@ func DecodeRequest(body []byte) (Request, error) {
 	switch req.Trigger {
 	case "", "submit-message":
 	case "regenerate-message":
-		return Request{}, protocol.Inputf("trigger: regenerate-message is not supported: chatd's history keeps every reply; send a new message instead")
+		out := Request{ThreadID: threadID, StopOnDisconnect: req.StopOnDisconnect, Regenerate: true}
+		if req.MessageID != nil {
+			out.RegenerateID = *req.MessageID
+		}
+		return out, nil
 	default:
-		return Request{}, protocol.Inputf("trigger: must be submit-message")
+		return Request{}, protocol.Inputf("trigger: must be submit-message or regenerate-message")
 	}
 	if len(req.Messages) == 0 {
 		return Request{}, protocol.Inputf("messages: must hold at least one message")
@@ -100,6 +113,7 @@ func DecodeRequest(body []byte) (Request, error) {
 	out := Request{ThreadID: threadID, StopOnDisconnect: req.StopOnDisconnect}
 	switch msg.Role {
 	case "user":
+		out.UserMessageID = msg.ID
 		return out, readUserMessage(&out, msg, path)
 	case "assistant":
 		answer, err := readAnswer(msg, path)

@@ -38,7 +38,7 @@ func TestDecodeRequest(t *testing.T) {
 			name: "text parts of the last message, earlier messages ignored",
 			body: chat(`{"id":"u0","role":"user","parts":[{"type":"text","text":"old"}]}`,
 				`{"id":"u1","role":"user","parts":[{"type":"text","text":"Hello"},{"type":"step-start"},{"type":"text","text":"there"}]}`),
-			want: aisdk.Request{ThreadID: threadID, Text: "Hello\nthere"},
+			want: aisdk.Request{ThreadID: threadID, Text: "Hello\nthere", UserMessageID: "u1"},
 		},
 		{
 			name: "images and audio as data: URLs become blocks",
@@ -47,7 +47,7 @@ func TestDecodeRequest(t *testing.T) {
 				`{"type":"file","mediaType":"audio/wav","url":"data:audio/wav;base64,UklGRg=="},` +
 				`{"type":"file","mediaType":"","url":"data:image/gif,GIF89a"},` +
 				`{"type":"data-content-block","data":{"type":"text","text":"as is"}}]}`),
-			want: aisdk.Request{ThreadID: threadID, Blocks: []blocks.ContentBlock{
+			want: aisdk.Request{ThreadID: threadID, UserMessageID: "u1", Blocks: []blocks.ContentBlock{
 				blocks.MustBlock(blocks.Image("iVBORw0KGgo=", "image/png")),
 				blocks.MustBlock(blocks.Audio("UklGRg==", "audio/wav")),
 				blocks.MustBlock(blocks.Image("R0lGODlh", "image/gif")),
@@ -63,6 +63,17 @@ func TestDecodeRequest(t *testing.T) {
 				Result: elicit.Result{Action: elicit.Accept, Content: map[string]any{"age": json.Number("36.0")}},
 				Meta:   map[string]any{"example.com/x": json.Number("1")},
 			}},
+		},
+		{
+			name: "regenerate-message, the messages before the reply ignored",
+			body: `{"id":"` + threadID + `","trigger":"regenerate-message","messageId":"0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a11",` +
+				`"messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"Hello"}]}]}`,
+			want: aisdk.Request{ThreadID: threadID, Regenerate: true, RegenerateID: "0197a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a11"},
+		},
+		{
+			name: "regenerate-message without messageId: the head",
+			body: `{"id":"` + threadID + `","trigger":"regenerate-message","messages":[]}`,
+			want: aisdk.Request{ThreadID: threadID, Regenerate: true},
 		},
 		{
 			name: "a dynamic tool named elicitation, continuing the request's messageId",
@@ -100,7 +111,7 @@ func TestDecodeRequestRefuses(t *testing.T) {
 		{name: "no id", body: `{"messages":[{"role":"user","parts":[{"type":"text","text":"x"}]}]}`, detail: "id: required"},
 		{name: "id of the wrong type", body: `{"id":7,"messages":[]}`, detail: "id"},
 		{name: "no messages", body: `{"id":"` + threadID + `","messages":[]}`, detail: "messages: must hold"},
-		{name: "regenerate", body: `{"id":"` + threadID + `","trigger":"regenerate-message","messages":[{"role":"user","parts":[]}]}`, detail: "regenerate-message is not supported"},
+		{name: "regenerate naming no message", body: `{"id":"` + threadID + `","trigger":"regenerate-message","messageId":7,"messages":[]}`, detail: "messageId"},
 		{name: "unknown trigger", body: `{"id":"` + threadID + `","trigger":"resume-stream","messages":[{"role":"user","parts":[]}]}`, detail: "trigger"},
 		{name: "a system message last", body: chat(`{"id":"s","role":"system","parts":[{"type":"text","text":"x"}]}`), detail: "messages[0].role"},
 		{name: "nothing to say", body: user(`{"type":"step-start"}`), detail: "no text and no attachments"},

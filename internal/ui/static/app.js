@@ -253,7 +253,100 @@
       head.append(el('span', { class: 'badge stopped-badge', text: 'Stopped' }));
     }
     fillMessage(item, m);
+    const controls = branchControls(m);
+    if (controls) item.append(controls);
     return item;
+  }
+
+  // ---- branches ----------------------------------------------------------
+  // History is a tree: Regenerate asks for another reply, Edit sends a
+  // message beside the one edited, and ‹ 2/3 › pickers switch between the
+  // alternatives. The server keeps the current branch (the thread's head),
+  // so a reload shows the branch the user was on.
+
+  // branchControls are a message's Regenerate or Edit button and its
+  // sibling picker, or null when it has none (a question, an answer, a
+  // message still being sent).
+  function branchControls(m) {
+    if (!m.id) return null;
+    const meta = m._meta || {};
+    const bar = el('div', { class: 'msg-actions' });
+    const sib = m.siblings;
+    if (sib && Array.isArray(sib.ids) && sib.ids.length > 1 && Number.isInteger(sib.index)) {
+      const at = sib.index;
+      bar.append(el('span', { class: 'picker', role: 'group', 'aria-label': 'Alternatives' },
+        el('button', { type: 'button', class: 'picker-prev', 'aria-label': 'Previous alternative', text: '‹', disabled: at === 0,
+          onclick: () => switchBranch(sib.ids[at - 1]) }),
+        el('span', { class: 'picker-pos', text: `${at + 1}/${sib.ids.length}` }),
+        el('button', { type: 'button', class: 'picker-next', 'aria-label': 'Next alternative', text: '›', disabled: at === sib.ids.length - 1,
+          onclick: () => switchBranch(sib.ids[at + 1]) })));
+    }
+    if (m.role === 'assistant' && !meta[META.elicitationID]) {
+      bar.append(el('button', { type: 'button', class: 'regenerate', text: 'Regenerate', onclick: () => regenerate(m) }));
+    }
+    if (m.role === 'user' && !meta[META.result]) {
+      bar.append(el('button', { type: 'button', class: 'edit', text: 'Edit', onclick: (ev) => startEdit(ev.target.closest('li'), m) }));
+    }
+    return bar.childNodes.length ? bar : null;
+  }
+
+  // branchAction runs a change of branch, then shows the thread's head
+  // branch as the server now has it.
+  async function branchAction(fn) {
+    if (state.busy || !state.thread) return;
+    if (state.pending && pendingExpired()) clearPending();
+    setBusy(true);
+    const threadID = state.thread.id;
+    try {
+      await fn(threadID);
+    } catch (err) {
+      showError(err);
+    } finally {
+      setBusy(false);
+    }
+    await openThread(threadID).catch(showError);
+  }
+
+  // dropFrom removes item and every message after it: they are not on the
+  // branch about to be shown.
+  function dropFrom(item) {
+    while (item && item.nextSibling) item.nextSibling.remove();
+    if (item) item.remove();
+  }
+
+  function switchBranch(id) {
+    return branchAction((threadID) => api('PATCH', `/v1/threads/${encodeURIComponent(threadID)}`, { head_id: id }));
+  }
+
+  function regenerate(m) {
+    return branchAction(async (threadID) => {
+      dropFrom($('messages').querySelector(`li[data-id="${CSS.escape(m.id)}"]`));
+      await runTurn(`/v1/threads/${encodeURIComponent(threadID)}/messages/${encodeURIComponent(m.id)}/regenerate`, {}, null, true);
+    });
+  }
+
+  // startEdit turns a user message into a small editor; saving sends the
+  // new text as a turn after what the message followed.
+  function startEdit(item, m) {
+    if (!item || state.busy || item.querySelector('.edit-box')) return;
+    const box = el('textarea', { class: 'edit-box', 'aria-label': 'Edit message', rows: '3' });
+    box.value = m.message || '';
+    const save = el('button', { type: 'button', class: 'edit-save', text: 'Send' });
+    const cancel = el('button', { type: 'button', class: 'edit-cancel', text: 'Cancel' });
+    const form = el('div', { class: 'edit-form' }, box, el('div', { class: 'edit-buttons' }, cancel, save));
+    item.append(form);
+    box.focus();
+    cancel.addEventListener('click', () => form.remove());
+    save.addEventListener('click', () => {
+      const text = box.value.trim();
+      if (!text) return;
+      branchAction(async (threadID) => {
+        dropFrom(item);
+        const optimistic = appendMessage({ id: '', role: 'user', message: text, timestamp: new Date().toISOString() });
+        optimistic.classList.add('sending');
+        await runTurn(`/v1/threads/${encodeURIComponent(threadID)}/turns`, { message: text, parent_id: m.parent_id ?? null }, optimistic, true);
+      });
+    });
   }
 
   // fillMessage (re)fills a message item's body: text, status, blocks,

@@ -545,3 +545,54 @@ test('ag-ui: document and binary parts become blocks and stored files', async ()
   assert.deepEqual(sent.content_blocks[1], { type: 'resource', resource: { uri: 'attachment:attachment', mimeType: 'text/markdown', text: '# small' } });
   assert.deepEqual(sent.content_blocks[2], { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' });
 });
+
+// --- branches: regenerate and edit through useChat ---
+
+async function page(threadId, query = '') {
+  const res = await api(base, 'GET', `/v1/threads/${threadId}/messages?limit=200${query}`);
+  assert.equal(res.status, 200);
+  return res.body.messages;
+}
+
+test('ai-sdk: useChat\'s regenerate() makes sibling replies, start naming each', async () => {
+  const thread = await newThread();
+  const chat = newChat(thread);
+  await chat.sendMessage({ text: 'hello' });
+  const first = chat.lastMessage.id;
+  await chat.regenerate();
+  assert.equal(chat.status, 'ready');
+  const second = chat.lastMessage.id;
+  assert.notEqual(second, first);
+  assert.equal(chat.messages.length, 2);
+  await chat.regenerate({ messageId: second });
+  const third = chat.lastMessage.id;
+  assert.equal(textOf(chat.lastMessage), 'hello');
+  const messages = await page(thread);
+  assert.deepEqual(messages.map((m) => m.id).slice(1), [third], 'the head is the newest reply');
+  assert.deepEqual(messages[1].siblings, { index: 2, ids: [first, second, third] });
+  const thr = await api(base, 'GET', `/v1/threads/${thread}`);
+  assert.equal(thr.body.head_id, third);
+});
+
+test('ai-sdk: sendMessage({text, messageId}) edits a user message of history', async () => {
+  const thread = await newThread();
+  for (const text of ['one', 'two']) {
+    assert.equal((await api(base, 'POST', `/v1/threads/${thread}/turns`, { message: text })).status, 200);
+  }
+  const before = await history(thread);
+  // The chat shows the thread's history with chatd's IDs, as a page that
+  // loads it does.
+  const chat = newChat(thread);
+  chat.messages = before.map((m) => ({ id: m.id, role: m.role, parts: [{ type: 'text', text: m.message }] }));
+  await chat.sendMessage({ text: 'two, edited', messageId: before[2].id });
+  assert.equal(chat.status, 'ready');
+  assert.equal(chat.messages.length, 4);
+  assert.equal(textOf(chat.lastMessage), 'two, edited');
+  const after = await page(thread);
+  assert.deepEqual(after.map((m) => m.message), ['one', 'one', 'two, edited', 'two, edited']);
+  assert.equal(after[2].parent_id, before[1].id, 'the edit follows what the edited message followed');
+  assert.deepEqual(after[2].siblings, { index: 1, ids: [before[2].id, after[2].id] });
+  assert.equal(chat.lastMessage.id, after[3].id, 'start names the reply');
+  const old = await page(thread, `&leaf=${before[3].id}`);
+  assert.deepEqual(old.map((m) => m.id), before.map((m) => m.id), 'the edited branch is kept');
+});
