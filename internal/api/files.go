@@ -126,7 +126,7 @@ func readUpload(w http.ResponseWriter, r *http.Request, maxFile int64) (upload, 
 	}
 	if mediaType == "multipart/form-data" {
 		body := &bodyReader{r: http.MaxBytesReader(w, r.Body, maxFile+multipartSlack)}
-		up, err := readMultipartUpload(body, params["boundary"], maxFile)
+		up, err := readMultipartUpload(body, params["boundary"], maxFile, r.ContentLength)
 		if err != nil && body.err != nil {
 			return upload{}, bodyReadError(body.err, maxFile+multipartSlack)
 		}
@@ -137,7 +137,7 @@ func readUpload(w http.ResponseWriter, r *http.Request, maxFile int64) (upload, 
 		return upload{}, errorf(http.StatusBadRequest, "invalid_request",
 			"name: required; upload a file as multipart/form-data with a part named file, or as the body with ?name=")
 	}
-	data, err := io.ReadAll(io.LimitReader(http.MaxBytesReader(w, r.Body, maxFile+1), maxFile+1))
+	data, err := readAtMost(http.MaxBytesReader(w, r.Body, maxFile+1), maxFile+1, r.ContentLength)
 	if err != nil {
 		return upload{}, bodyReadError(err, maxFile)
 	}
@@ -168,7 +168,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 
 // readMultipartUpload reads a multipart/form-data body: exactly one part
 // named file; other fields are skipped.
-func readMultipartUpload(body *bodyReader, boundary string, maxFile int64) (upload, error) {
+func readMultipartUpload(body *bodyReader, boundary string, maxFile, sizeHint int64) (upload, error) {
 	if boundary == "" {
 		return upload{}, errorf(http.StatusBadRequest, "invalid_request", "Content-Type: multipart/form-data needs a boundary")
 	}
@@ -199,7 +199,7 @@ func readMultipartUpload(body *bodyReader, boundary string, maxFile int64) (uplo
 		if up != nil {
 			return upload{}, errorf(http.StatusBadRequest, "invalid_request", "one part named file per upload")
 		}
-		data, err := io.ReadAll(io.LimitReader(part, maxFile+1))
+		data, err := readAtMost(part, maxFile+1, sizeHint)
 		if err != nil {
 			return upload{}, errorf(http.StatusBadRequest, "invalid_request", "malformed multipart body: %v", err)
 		}
@@ -215,6 +215,19 @@ func readMultipartUpload(body *bodyReader, boundary string, maxFile int64) (uplo
 		return upload{}, errorf(http.StatusBadRequest, "invalid_request", "the multipart body has no part named file")
 	}
 	return *up, nil
+}
+
+// readAtMost reads up to limit bytes of r into a buffer sized from hint
+// (the request's Content-Length, -1 when unknown), so a file of known size
+// is read with one allocation and no copy.
+func readAtMost(r io.Reader, limit, hint int64) ([]byte, error) {
+	if hint < 0 || hint > limit {
+		hint = min(limit, 64<<10)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(hint) + bytes.MinRead)
+	_, err := buf.ReadFrom(io.LimitReader(r, limit))
+	return buf.Bytes(), err
 }
 
 // maxFileName bounds a file's name, in bytes.

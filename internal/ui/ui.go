@@ -22,12 +22,13 @@ type Options struct {
 	EntityURLTemplate string
 }
 
-// contentSecurityPolicy allows the page its own script, style and API and
-// data: images and sounds, and nothing else: no inline script, no plugins,
+// contentSecurityPolicy allows the page its own script, style and API,
+// data: images and sounds, and blob: ones (the thread's files, which the
+// page fetches with its key), and nothing else: no inline script, no plugins,
 // no frames. It backs up the page's own rule of never turning message
 // content into markup.
-const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"media-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+	"media-src 'self' data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // Page serves the chat page and its assets.
 type Page struct {

@@ -14,6 +14,7 @@ import (
 
 	"chatd/internal/api"
 	"chatd/internal/processor/agent"
+	"chatd/internal/redistest"
 	"chatd/internal/store"
 	"chatd/internal/turn"
 )
@@ -145,4 +146,32 @@ func TestNewChecksInputs(t *testing.T) {
 	cfg.Inputs = []string{"video"}
 	_, err := agent.New(cfg)
 	assert.ErrorContains(t, err, `input "video"`)
+}
+
+// TestAgentReadsFilesOnAnyInstance uploads a file through one instance and
+// runs the turn that links it on another, over one Redis: the agent reads
+// the file from the store when its turn runs.
+func TestAgentReadsFilesOnAnyInstance(t *testing.T) {
+	srv := redistest.Start(t)
+	m := newFakeModel(t, textReply("A dot."))
+	instance := func() *chatd {
+		st := openRedisStore(t, srv)
+		cfg := agentConfig(m)
+		cfg.AskUser = false
+		cfg.Inputs, cfg.Files = []string{agent.InputImage}, storeReader{st}
+		return newChatd(t, st, mustAgent(t, cfg), turn.DefaultConfig)
+	}
+	first, second := instance(), instance()
+	thread := first.mustThread(t)
+	uri := first.mustUpload(t, thread, "dot.png", "image/png", inputPNG)
+	status, body := second.do(t, http.MethodPost, "/v1/threads/"+thread+"/turns", map[string]any{
+		"message": "what is this?", "content_blocks": []map[string]any{link(uri, "dot.png", "image/png")},
+	})
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	sent := m.sent()
+	require.Len(t, sent, 1)
+	assert.Equal(t, []any{
+		map[string]any{"type": "text", "text": "what is this?"},
+		map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64," + base64.StdEncoding.EncodeToString(inputPNG)}},
+	}, sent[0].Messages[0]["content"])
 }

@@ -39,6 +39,8 @@
     pending: null, // {request, expiresAt, form}
     expiryTimer: null,
     threadsSupported: true,
+    attachments: [], // Files chosen, dropped or pasted, uploaded when the message is sent
+    fileURLs: new Map(), // chatd:file URI → blob: URL of a file fetched for display
   };
 
   // ---- elements ------------------------------------------------------
@@ -152,12 +154,13 @@
 
   // request sends one API request. A 401 with a Bearer challenge asks for
   // the key and tries again.
-  async function request(method, path, { body, accept, extraHeaders, signal } = {}) {
+  async function request(method, path, { body, raw, accept, extraHeaders, signal } = {}) {
     for (;;) {
       const h = headers(extraHeaders);
       h.set('Accept', accept || 'application/json');
       if (body !== undefined) h.set('Content-Type', 'application/json');
-      const resp = await fetch(path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal });
+      const payload = raw !== undefined ? raw : (body === undefined ? undefined : JSON.stringify(body));
+      const resp = await fetch(path, { method, headers: h, body: payload, signal });
       if (resp.status === 401 && /bearer/i.test(resp.headers.get('WWW-Authenticate') || '')) {
         await askForKey(state.key ? 'That key was not accepted. Try another.' : '');
         continue;
@@ -444,6 +447,7 @@
         return el('figure', { class: 'block block-audio' }, el('audio', { controls: true, src, 'aria-label': altOf(b, 'Audio') }));
       }
       case 'resource_link':
+        if (isFileURI(b.uri)) return renderFile(b);
         return isEntity(b) ? renderEntityCard(b) : renderLink(b);
       case 'resource':
         return renderResource(b);
@@ -479,6 +483,82 @@
     if (!href) box.append(el('code', { class: 'uri', text: String(b.uri) }));
     if (b.description) box.append(el('p', { class: 'hint', text: String(b.description) }));
     return box;
+  }
+
+  // ---- files ---------------------------------------------------------
+
+  const FILE_PREFIX = 'chatd:file/';
+
+  function isFileURI(uri) { return typeof uri === 'string' && uri.startsWith(FILE_PREFIX); }
+
+  function fileURL(uri) {
+    return `/v1/threads/${encodeURIComponent(state.thread.id)}/files/${encodeURIComponent(uri.slice(FILE_PREFIX.length))}`;
+  }
+
+  // fileBlob fetches a stored file with the API key (an <img src> could not
+  // send it) and returns a blob: URL of it, fetched once per page.
+  async function fileBlob(uri) {
+    if (state.fileURLs.has(uri)) return state.fileURLs.get(uri);
+    const resp = await request('GET', fileURL(uri), { accept: '*/*' });
+    if (!resp.ok) throw new Problem(resp.status, await resp.json().catch(() => null));
+    const url = URL.createObjectURL(await resp.blob());
+    state.fileURLs.set(uri, url);
+    return url;
+  }
+
+  // renderFile shows a stored file: an image inline, anything else as a
+  // download, both fetched with the key.
+  function renderFile(b) {
+    const name = String(b.title || b.name || 'file');
+    const details = [b.mimeType ? String(b.mimeType) : '', typeof b.size === 'number' ? formatSize(b.size) : ''].filter(Boolean).join(', ');
+    if (state.thread && IMAGE_TYPES.includes(b.mimeType)) {
+      const img = el('img', { alt: name, class: 'file-image' });
+      fileBlob(b.uri).then((url) => { img.src = url; }, () => { img.replaceWith(el('span', { class: 'hint', text: `[${name}: not available]` })); });
+      return el('figure', { class: 'block block-image block-file' }, img, el('figcaption', { class: 'hint', text: name }));
+    }
+    const link = el('a', { href: '#', class: 'file-download', download: name, text: name });
+    link.addEventListener('click', async (e) => {
+      if (link.dataset.ready) return; // the blob: URL is set: the browser downloads it
+      e.preventDefault();
+      try {
+        link.href = await fileBlob(b.uri);
+        link.dataset.ready = 'true';
+        link.click();
+      } catch (err) {
+        showError(err);
+      }
+    });
+    const box = el('div', { class: 'block block-link block-file' }, link);
+    if (details) box.append(el('span', { class: 'hint', text: ` ${details}` }));
+    return box;
+  }
+
+  function addFiles(files) {
+    for (const f of files) state.attachments.push(f);
+    renderAttachments();
+  }
+
+  function renderAttachments() {
+    const list = $('attachments');
+    list.replaceChildren(...state.attachments.map((f, i) => el('li', { class: 'attachment' },
+      el('span', { text: `${f.name || 'pasted file'} (${formatSize(f.size)})` }),
+      el('button', { type: 'button', class: 'link-button', 'aria-label': `Remove ${f.name}`, text: '×',
+        onclick: () => { state.attachments.splice(i, 1); renderAttachments(); } }))));
+  }
+
+  // uploadAttachments uploads the files to the thread and returns their
+  // resource_link blocks.
+  async function uploadAttachments(threadID) {
+    const links = [];
+    for (const f of state.attachments) {
+      const name = f.name || `pasted.${(f.type.split('/')[1] || 'bin').replace(/[^a-z0-9]/gi, '')}`;
+      const extraHeaders = f.type ? { 'Content-Type': f.type } : {};
+      const resp = await request('POST', `/v1/threads/${encodeURIComponent(threadID)}/files?name=${encodeURIComponent(name)}`, { raw: f, extraHeaders });
+      const data = await resp.json().catch(() => null);
+      if (!resp.ok) throw new Problem(resp.status, data);
+      links.push({ type: 'resource_link', uri: data.uri, name: data.name, mimeType: data.mime_type, size: data.size });
+    }
+    return links;
   }
 
   function renderEntityCard(b) {
@@ -743,7 +823,7 @@
 
   async function send(text) {
     text = String(text || '').trim();
-    if (!text || state.busy) return;
+    if ((!text && state.attachments.length === 0) || state.busy) return;
     if (state.pending && pendingExpired()) clearPending();
     if (state.pending) { setStatus('Answer the question first (or cancel it).'); return; }
     setBusy(true);
@@ -751,10 +831,14 @@
       if (!state.thread) await newThread($('processor').value);
       const threadID = state.thread.id;
       $('input').value = '';
+      const files = await uploadAttachments(threadID);
+      state.attachments = [];
+      renderAttachments();
       if (!$('messages').querySelector('.msg-user')) $('thread-title').textContent = previewOf([{ role: 'user', message: text }]);
-      const optimistic = appendMessage({ id: '', role: 'user', message: text, timestamp: new Date().toISOString() });
+      const optimistic = appendMessage({ id: '', role: 'user', message: text, content_blocks: files, timestamp: new Date().toISOString() });
       optimistic.classList.add('sending');
-      await runTurn(`/v1/threads/${encodeURIComponent(threadID)}/turns`, { message: text }, optimistic, true);
+      const body = files.length ? { message: text, content_blocks: files } : { message: text };
+      await runTurn(`/v1/threads/${encodeURIComponent(threadID)}/turns`, body, optimistic, true);
     } catch (err) {
       showError(err);
     } finally {
@@ -1275,6 +1359,18 @@
 
   $('composer').addEventListener('submit', (e) => { e.preventDefault(); send($('input').value); });
   $('stop').addEventListener('click', () => { stopTurn().catch(showError); });
+  $('attach').addEventListener('click', () => $('file-input').click());
+  $('file-input').addEventListener('change', (e) => { addFiles(e.target.files); e.target.value = ''; });
+  $('input').addEventListener('paste', (e) => {
+    const files = e.clipboardData && e.clipboardData.files;
+    if (files && files.length) { e.preventDefault(); addFiles(files); }
+  });
+  document.querySelector('.chat').addEventListener('dragover', (e) => {
+    if (e.dataTransfer && [...e.dataTransfer.types].includes('Files')) { e.preventDefault(); e.dataTransfer.dropEffect = 'copy'; }
+  });
+  document.querySelector('.chat').addEventListener('drop', (e) => {
+    if (e.dataTransfer && e.dataTransfer.files.length) { e.preventDefault(); addFiles(e.dataTransfer.files); }
+  });
   $('input').addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); send($('input').value); }
   });
