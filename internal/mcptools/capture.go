@@ -233,6 +233,17 @@ func (c *captureConn) call(ctx context.Context, method string, params any) (json
 
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
 
+// failCalls ends chatd's own requests in flight when the connection
+// cannot be read any more: no response will come.
+func (c *captureConn) failCalls(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, ch := range c.calls {
+		ch <- &jsonrpc.Response{Error: fmt.Errorf("the connection to the server ended: %w", err)}
+		delete(c.calls, key)
+	}
+}
+
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		if token := callToken(req); token != "" {
@@ -253,6 +264,7 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
 		if err != nil {
+			c.failCalls(err)
 			return msg, err
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodProgress {

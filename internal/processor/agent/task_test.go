@@ -136,3 +136,27 @@ func TestMCPTaskTimeout(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(requests(), `"method":"tasks/cancel"`) },
 		time.Minute, 20*time.Millisecond, "the task is cancelled")
 }
+
+// TestMCPTaskServerGone: a task whose server goes away mid-task fails the
+// call; the model hears it and the turn goes on.
+func TestMCPTaskServerGone(t *testing.T) {
+	everything, requests := recordedServer(t)
+	m := newFakeModel(t, toolReply("", call{"call_1", "everything__simulate-research-query", `{"topic":"gone"}`}),
+		textReply("The research tool is unavailable."))
+	st := store.NewMemory(testStoreOpts)
+	t.Cleanup(func() { _ = st.Close() })
+	a, mgr := mcpAgent(t, m, store.NewLocalBus(), everything)
+	waitForTool(t, mgr.Server("everything"), "everything__simulate-research-query")
+	c := newChatd(t, st, a, turn.DefaultConfig)
+	thread := c.mustThread(t)
+	go func() {
+		for !strings.Contains(requests(), `"method":"tasks/get"`) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		_ = mgr.Close()
+	}()
+	res := c.mustTurn(t, thread, "research")
+	require.Equal(t, "completed", res.Status)
+	assert.Equal(t, "The research tool is unavailable.", res.Message.Text)
+	assert.Equal(t, "failed", res.toolCalls()[0]["status"])
+}
