@@ -126,14 +126,19 @@ type call struct {
 	unwatch  func()        // stops the call's progress
 	progress chan struct{} // signalled when latest changed
 	pmu      sync.Mutex
-	latest   *agent.ToolStatus // the last progress not yet reported
+	pending  []agent.ToolStatus // reported by the server, not yet to the caller
 }
 
-// noteProgress keeps the server's latest progress for the waiting caller;
-// a caller slower than the server sees the latest only.
+// noteProgress keeps the server's report for the waiting caller. A task's
+// status changes are each kept; a caller slower than the server's progress
+// sees its latest only.
 func (c *call) noteProgress(st agent.ToolStatus) {
 	c.pmu.Lock()
-	c.latest = &st
+	if n := len(c.pending); n > 0 && st.Status == "" && c.pending[n-1].Status == "" {
+		c.pending[n-1] = st
+	} else {
+		c.pending = append(c.pending, st)
+	}
 	c.pmu.Unlock()
 	select {
 	case c.progress <- struct{}{}:
@@ -141,12 +146,12 @@ func (c *call) noteProgress(st agent.ToolStatus) {
 	}
 }
 
-func (c *call) takeProgress() *agent.ToolStatus {
+func (c *call) takeProgress() []agent.ToolStatus {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
-	st := c.latest
-	c.latest = nil
-	return st
+	list := c.pending
+	c.pending = nil
+	return list
 }
 
 // ask is a question the server sent inside the call, waiting for its answer.
@@ -191,6 +196,10 @@ func (s *Server) start(ctx context.Context, name string, args json.RawMessage, r
 		propagation.TraceContext{}.Inject(cctx, metaCarrier(params.Meta))
 	}
 	c.relaunch = func() {
+		if x.raw != nil && s.cap.taskRequired(name) {
+			go c.runTask(cctx, params)
+			return
+		}
 		go func() {
 			res, err := x.cs.CallTool(cctx, params)
 			if traced && err != nil {
@@ -266,6 +275,11 @@ func (c *call) next(ctx context.Context, report func(agent.ToolStatus)) (*ask, o
 	for {
 		select {
 		case o := <-c.done:
+			for _, st := range c.takeProgress() {
+				if report != nil {
+					report(st)
+				}
+			}
 			if !c.keepsSession(o) {
 				c.finish()
 			}
@@ -273,8 +287,10 @@ func (c *call) next(ctx context.Context, report func(agent.ToolStatus)) (*ask, o
 		case a := <-c.asks:
 			return a, outcome{}, nil
 		case <-c.progress:
-			if st := c.takeProgress(); st != nil && report != nil {
-				report(*st)
+			for _, st := range c.takeProgress() {
+				if report != nil {
+					report(st)
+				}
 			}
 		case <-ctx.Done():
 			// The server may still ask something before it sees the

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
@@ -32,10 +33,41 @@ type capture struct {
 	results map[string]json.RawMessage
 	// sinks receive the progress of the calls in flight, by progress token.
 	sinks map[string]func(agent.ToolStatus)
+	// taskSupport is each tool's execution.taskSupport, from the raw
+	// tools/list (go-sdk's Tool has no execution).
+	taskSupport map[string]string
 }
 
 func newCapture() *capture {
-	return &capture{results: map[string]json.RawMessage{}, sinks: map[string]func(agent.ToolStatus){}}
+	return &capture{results: map[string]json.RawMessage{}, sinks: map[string]func(agent.ToolStatus){}, taskSupport: map[string]string{}}
+}
+
+// listed records the execution.taskSupport of the tools of a raw
+// tools/list result.
+func (c *capture) listed(result json.RawMessage) {
+	var r struct {
+		Tools []struct {
+			Name      string `json:"name"`
+			Execution struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range r.Tools {
+		c.taskSupport[t.Name] = t.Execution.TaskSupport
+	}
+}
+
+// taskRequired reports whether the server said the tool must run as a task.
+func (c *capture) taskRequired(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.taskSupport[name] == "required"
 }
 
 // watch sends the progress notifications of the call with token to sink
@@ -141,6 +173,7 @@ func callToken(req *jsonrpc.Request) string {
 type captureTransport struct {
 	inner mcp.Transport
 	cap   *capture
+	conn  *captureConn // once connected
 }
 
 func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -148,17 +181,68 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &captureConn{Connection: conn, cap: t.cap, pending: map[string]string{}}, nil
+	t.conn = &captureConn{Connection: conn, cap: t.cap, pending: map[string]string{}, lists: map[string]bool{},
+		calls: map[string]chan *jsonrpc.Response{}}
+	return t.conn, nil
 }
 
 type captureConn struct {
 	mcp.Connection
 	cap     *capture
 	mu      sync.Mutex
-	pending map[string]string // JSON-RPC ID → progress token
+	pending map[string]string                 // JSON-RPC ID → progress token
+	lists   map[string]bool                   // IDs of tools/list requests
+	calls   map[string]chan *jsonrpc.Response // IDs of chatd's own requests (call)
+}
+
+// call sends a request of chatd's own on the connection — one go-sdk does
+// not know (tasks) — and returns its result; the response never reaches
+// go-sdk.
+func (c *captureConn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	data, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	id, err := jsonrpc.MakeID("chatd-" + uuid.NewString())
+	if err != nil {
+		return nil, err
+	}
+	key := idKey(id)
+	ch := make(chan *jsonrpc.Response, 1)
+	c.mu.Lock()
+	c.calls[key] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.calls, key)
+		c.mu.Unlock()
+	}()
+	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: data}); err != nil {
+		return nil, err
+	}
+	select {
+	case resp := <-ch:
+		if resp.Error != nil {
+			return nil, fmt.Errorf("%s: %w", method, resp.Error)
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
+
+// failCalls ends chatd's own requests in flight when the connection
+// cannot be read any more: no response will come.
+func (c *captureConn) failCalls(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, ch := range c.calls {
+		ch <- &jsonrpc.Response{Error: fmt.Errorf("the connection to the server ended: %w", err)}
+		delete(c.calls, key)
+	}
+}
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok {
@@ -167,26 +251,49 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			c.pending[idKey(req.ID)] = token
 			c.mu.Unlock()
 		}
+		if req.Method == "tools/list" && req.ID.IsValid() {
+			c.mu.Lock()
+			c.lists[idKey(req.ID)] = true
+			c.mu.Unlock()
+		}
 	}
 	return c.Connection.Write(ctx, msg)
 }
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.Method == methodProgress {
-		c.cap.progress(req.Params)
-	}
-	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			c.failCalls(err)
+			return msg, err
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodProgress {
+			c.cap.progress(req.Params)
+		}
+		resp, ok := msg.(*jsonrpc.Response)
+		if !ok {
+			return msg, nil
+		}
 		key := idKey(resp.ID)
 		c.mu.Lock()
 		token, found := c.pending[key]
 		delete(c.pending, key)
+		list := c.lists[key]
+		delete(c.lists, key)
+		own := c.calls[key]
 		c.mu.Unlock()
+		if own != nil {
+			own <- resp
+			continue
+		}
 		if found && resp.Result != nil {
 			c.cap.put(token, resp.Result)
 		}
+		if list && resp.Result != nil {
+			c.cap.listed(resp.Result)
+		}
+		return msg, nil
 	}
-	return msg, err
 }
 
 // captureRoundTripper adds the configured headers to every request and

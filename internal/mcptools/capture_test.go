@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"testing"
+
+	"chatd/internal/processor/agent"
 )
 
 // FuzzCaptureSSE feeds a server's SSE response, in pieces, through the
@@ -55,4 +57,54 @@ func (p *pieces) Read(b []byte) (int, error) {
 	copy(b, p.data[:k])
 	p.data = p.data[k:]
 	return k, nil
+}
+
+// FuzzProgress feeds a server's notifications/progress params to the
+// capture: no panic; a report reaches only the call whose token it names,
+// with numbers that are JSON numbers as the server wrote them.
+func FuzzProgress(f *testing.F) {
+	f.Add([]byte(`{"progressToken":"t","progress":1.50,"total":1e400,"message":"step"}`))
+	f.Add([]byte(`{"progressToken":"other","progress":1}`))
+	f.Add([]byte(`{"progressToken":7,"progress":1}`))
+	f.Add([]byte(`{"progressToken":"t","progress":"1","total":null,"message":3}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, params []byte) {
+		c := newCapture()
+		var got []agent.ToolStatus
+		unwatch := c.watch("t", func(st agent.ToolStatus) { got = append(got, st) })
+		defer unwatch()
+		c.progress(params)
+		c.listed(params)
+		for _, st := range got {
+			if n, ok := number(json.RawMessage(st.Progress)); !ok || n != st.Progress {
+				t.Fatalf("progress %q is not a JSON number", st.Progress)
+			}
+			if !bytes.Contains(params, []byte(st.Progress)) {
+				t.Fatalf("progress %q is not as the server wrote it", st.Progress)
+			}
+		}
+	})
+}
+
+func TestProgressForOtherTokensIgnored(t *testing.T) {
+	c := newCapture()
+	var got []agent.ToolStatus
+	defer c.watch("t", func(st agent.ToolStatus) { got = append(got, st) })()
+	for _, p := range []string{
+		`{"progressToken":"other","progress":1}`,
+		`{"progressToken":7,"progress":1}`,
+		`{"progressToken":"t","progress":"1"}`,
+		`{"progressToken":"t"}`,
+		`not json`,
+	} {
+		c.progress(json.RawMessage(p))
+	}
+	if len(got) != 0 {
+		t.Fatalf("reported %v", got)
+	}
+	c.progress(json.RawMessage(`{"progressToken":"t","progress":9007199254740993,"total":1e400,"message":"m"}`))
+	want := agent.ToolStatus{Progress: "9007199254740993", Total: "1e400", Message: "m"}
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("want %v, got %v", want, got)
+	}
 }

@@ -23,6 +23,13 @@
 // stay as the server wrote them) and reach agent.ToolCall.Report while the
 // call runs; one for any other token is ignored.
 //
+// # Tasks
+//
+// A tool whose execution.taskSupport is "required" runs as an MCP task over
+// stdio (task.go): chatd writes tools/call with a task, tasks/get,
+// tasks/result and tasks/cancel on the session's connection itself, as
+// go-sdk has none of them, and reports each status change as the call's.
+//
 // # Questions from the server
 //
 // A server may ask the user a question (an elicitation) while a tool runs:

@@ -163,6 +163,7 @@ type Server struct {
 // session is one MCP session; while busy it serves one call.
 type session struct {
 	cs      *mcp.ClientSession
+	raw     *captureConn // the connection, for requests go-sdk lacks (stdio only)
 	busy    bool
 	closed  bool
 	current *call
@@ -229,11 +230,13 @@ func stdioEnv(cfg agent.MCPServer) []string {
 // connect opens a new session.
 func (s *Server) connect(ctx context.Context) (*session, error) {
 	var t mcp.Transport
+	var stdio *captureTransport
 	switch s.cfg.Transport {
 	case agent.TransportStdio:
 		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 		cmd.Env = stdioEnv(s.cfg)
-		t = &captureTransport{inner: &mcp.CommandTransport{Command: cmd}, cap: s.cap}
+		stdio = &captureTransport{inner: &mcp.CommandTransport{Command: cmd}, cap: s.cap}
+		t = stdio
 	case agent.TransportStreamableHTTP:
 		base := http.DefaultTransport
 		if s.m.opts.HTTPClient != nil && s.m.opts.HTTPClient.Transport != nil {
@@ -252,6 +255,9 @@ func (s *Server) connect(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("mcp server %s: connect: %w", s.cfg.Name, err)
 	}
 	x := &session{cs: cs}
+	if stdio != nil {
+		x.raw = stdio.conn
+	}
 	s.mu.Lock()
 	s.sessions = append(s.sessions, x)
 	s.bySess[cs] = x
@@ -368,6 +374,10 @@ func (s *Server) Tools(ctx context.Context) ([]agent.Tool, error) {
 			continue
 		}
 		def, err := s.definition(t)
+		task := s.cap.taskRequired(t.Name)
+		if err == nil && task && x.raw == nil {
+			err = errors.New("the tool must run as a task, which chatd calls over stdio only")
+		}
 		if err != nil {
 			// One odd tool should not take the others away.
 			s.m.opts.Logger.Warn("mcp tool left out", "mcp_server", s.cfg.Name, "tool", t.Name, "error", err.Error())

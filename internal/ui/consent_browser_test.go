@@ -33,12 +33,16 @@ func (v visiting) Process(ctx context.Context, in processor.Input, emit processo
 	if in.Resume != nil {
 		return processor.Output{Text: "Paid: " + string(in.Resume.Result.Action)}, nil
 	}
-	emit(processor.Delta{Meta: map[string]any{blocks.MetaStatusItem: map[string]any{
-		"id": "call_1", "label": "Running shop__pay", "state": "running", "progress": 1, "total": 4, "message": "Contacting the bank"}}})
-	select {
-	case <-v.gate:
-	case <-ctx.Done():
-		return processor.Output{}, ctx.Err()
+	for _, item := range []map[string]any{
+		{"id": "call_1", "label": "Running shop__pay", "state": "running", "status": "working", "statusMessage": "Queued at the bank"},
+		{"id": "call_1", "label": "Running shop__pay", "state": "running", "progress": 1, "total": 4, "message": "Contacting the bank"},
+	} {
+		emit(processor.Delta{Meta: map[string]any{blocks.MetaStatusItem: item}})
+		select {
+		case <-v.gate:
+		case <-ctx.Done():
+			return processor.Output{}, ctx.Err()
+		}
 	}
 	req, err := elicit.NewURLRequest("Pay for the order", v.page, "pay-1")
 	if err != nil {
@@ -72,11 +76,13 @@ func TestURLConsentCard(t *testing.T) {
 	tab.do(t, chromedp.SetValue(chromedp.CSS("#processor"), "visiting"))
 	tab.send(t, "Buy it")
 
+	tab.waitJS(t, "the task's status", `document.querySelector('.streaming .status-item .status-message')?.textContent === 'Queued at the bank'`)
+	gate <- struct{}{}
 	tab.waitJS(t, "the progress bar", `document.querySelector('.streaming .status-item progress.status-progress')`)
 	assert.Equal(t, "4", eval[string](t, tab, `document.querySelector('.status-progress').getAttribute('max')`))
 	assert.Equal(t, "1", eval[string](t, tab, `document.querySelector('.status-progress').getAttribute('value')`))
 	assert.Equal(t, "Contacting the bank", eval[string](t, tab, `document.querySelector('.status-item .status-message').textContent`))
-	close(gate)
+	gate <- struct{}{}
 
 	tab.waitJS(t, "the consent card", `document.querySelector('#pending .consent #consent-open')`)
 	link := `document.getElementById('consent-open')`

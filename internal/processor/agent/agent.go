@@ -529,6 +529,12 @@ func (t *turn) progress(c toolCall, st ToolStatus) {
 	if st.Message != "" {
 		item["message"] = st.Message
 	}
+	if st.Status != "" {
+		item["status"] = st.Status
+	}
+	if st.StatusMessage != "" {
+		item["statusMessage"] = st.StatusMessage
+	}
 	t.emit(processor.Delta{Meta: map[string]any{blocks.MetaStatusItem: item}})
 }
 

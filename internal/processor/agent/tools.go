@@ -91,6 +91,11 @@ type ToolStatus struct {
 	Total json.Number `json:"total,omitempty"`
 	// Message says what the tool is doing.
 	Message string `json:"message,omitempty"`
+	// Status and StatusMessage are an MCP task's status (working,
+	// input_required, completed, failed, cancelled) and what its server
+	// says of it, for a tool run as a task.
+	Status        string `json:"status,omitempty"`
+	StatusMessage string `json:"statusMessage,omitempty"`
 }
 
 // ToolResume is the user's answer to a tool's elicitation, with the state the

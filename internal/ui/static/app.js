@@ -387,9 +387,10 @@
         item.append(el('span', { class: 'status-count', text: String(s.progress) }));
       }
     }
-    if (st === 'running' && typeof s.message === 'string' && s.message) {
-      item.append(el('span', { class: 'status-message', text: s.message }));
-    }
+    // What the tool says it is doing: its progress message, or its task's
+    // status message.
+    const said = [s.message, s.statusMessage].find((m) => typeof m === 'string' && m);
+    if (st === 'running' && said) item.append(el('span', { class: 'status-message', text: said }));
     return item;
   }
 

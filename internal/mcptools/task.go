@@ -1,0 +1,120 @@
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"chatd/internal/processor/agent"
+)
+
+// A tool whose execution.taskSupport is "required" (MCP 2025-11-25) runs as
+// a task: tools/call with a task field answers at once with the task, whose
+// status chatd polls with tasks/get at the server's pollInterval, reporting
+// each change as the call's status; tasks/result then gives the tool's
+// result. A task that needs input says input_required: tasks/result is
+// called at once, and the server sends its elicitation/create while it is
+// open, which reaches the user like any question inside a call. A stop or
+// the turn timeout cancels the task with tasks/cancel. go-sdk knows none of
+// these requests, so they are written on the session's connection (stdio).
+
+// task is a task's state as tasks/get and CreateTaskResult carry it.
+type task struct {
+	TaskID        string  `json:"taskId"`
+	Status        string  `json:"status"`
+	StatusMessage string  `json:"statusMessage"`
+	PollInterval  float64 `json:"pollInterval"`
+}
+
+// Poll intervals are the server's, within reason.
+const (
+	minPoll     = 50 * time.Millisecond
+	defaultPoll = time.Second
+	maxPoll     = 10 * time.Second
+)
+
+func (t task) poll() time.Duration {
+	if t.PollInterval <= 0 {
+		return defaultPoll
+	}
+	d := time.Duration(t.PollInterval * float64(time.Millisecond))
+	return min(max(d, minPoll), maxPoll)
+}
+
+// runTask runs the call as a task and ends it with the task's result.
+func (c *call) runTask(ctx context.Context, params *mcp.CallToolParams) {
+	raw, err := c.driveTask(ctx, params)
+	c.done <- outcome{raw: raw, err: err}
+}
+
+func (c *call) driveTask(ctx context.Context, params *mcp.CallToolParams) (json.RawMessage, error) {
+	conn := c.x.raw
+	created, err := conn.call(ctx, "tools/call", map[string]any{
+		"name": params.Name, "arguments": params.Arguments, "task": map[string]any{}, "_meta": params.Meta})
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Task *task `json:"task"`
+	}
+	if err := json.Unmarshal(created, &r); err != nil || r.Task == nil || r.Task.TaskID == "" {
+		// The server ran the tool at once after all: this is its result.
+		return created, nil
+	}
+	t := *r.Task
+	c.noteStatus(t)
+	for {
+		switch t.Status {
+		case "input_required", "completed", "failed":
+			// tasks/result waits for the end, delivering the server's
+			// questions meanwhile.
+			res, err := conn.call(ctx, "tasks/result", map[string]any{"taskId": t.TaskID})
+			if ctx.Err() != nil {
+				return nil, c.cancelTask(t.TaskID, ctx.Err())
+			}
+			return res, err
+		case "cancelled":
+			return nil, fmt.Errorf("the server cancelled the task: %s", t.StatusMessage)
+		}
+		select {
+		case <-time.After(t.poll()):
+		case <-ctx.Done():
+			return nil, c.cancelTask(t.TaskID, ctx.Err())
+		}
+		data, err := conn.call(ctx, "tasks/get", map[string]any{"taskId": t.TaskID})
+		if ctx.Err() != nil {
+			return nil, c.cancelTask(t.TaskID, ctx.Err())
+		}
+		if err != nil {
+			return nil, err
+		}
+		var next task
+		if err := json.Unmarshal(data, &next); err != nil || next.Status == "" {
+			return nil, fmt.Errorf("tasks/get: the server's answer is not a task")
+		}
+		if next.Status != t.Status || next.StatusMessage != t.StatusMessage {
+			c.noteStatus(next)
+		}
+		next.TaskID = t.TaskID
+		t = next
+	}
+}
+
+// noteStatus reports a task's status as the call's.
+func (c *call) noteStatus(t task) {
+	c.noteProgress(agent.ToolStatus{Status: t.Status, StatusMessage: t.StatusMessage})
+}
+
+// cancelTask tells the server to stop the task, on the call's behalf
+// (whose own context has ended), and returns why.
+func (c *call) cancelTask(id string, why error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.x.raw.call(ctx, "tasks/cancel", map[string]any{"taskId": id}); err != nil {
+		c.s.m.opts.Logger.Info("mcp tasks/cancel failed", "mcp_server", c.s.cfg.Name, "error", err.Error())
+	}
+	return why
+}
