@@ -98,7 +98,36 @@ func (m *Manager) complete(cs *mcp.ClientSession, elicitationID string) {
 		if a := c.ask; a != nil && c.x.cs == cs && a.request.IsURL() && a.request.ElicitationID == elicitationID {
 			a.answer <- &mcp.ElicitResult{Action: string(elicit.Accept)}
 			c.ask = nil
+			if m.settle != nil && c.thread != "" {
+				go m.answerForUser(m.settle, Settled{ThreadID: c.thread, Principal: c.principal, ElicitationID: a.request.ID})
+			}
 		}
+	}
+}
+
+// Settled is a paused turn's URL-mode question that its MCP server said is
+// complete: the user finished on the page.
+type Settled struct {
+	ThreadID, Principal string
+	// ElicitationID is chatd's ID of the question.
+	ElicitationID string
+}
+
+// OnSettled makes the manager answer a held URL-mode question accept, on
+// the user's behalf, with settle when the server says it is complete, so
+// the turn resumes without waiting for the user. settle's error (the user
+// answered first, the question expired) is logged.
+func (m *Manager) OnSettled(settle func(context.Context, Settled) error) {
+	m.mu.Lock()
+	m.settle = settle
+	m.mu.Unlock()
+}
+
+func (m *Manager) answerForUser(settle func(context.Context, Settled) error, q Settled) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.HoldTTL)
+	defer cancel()
+	if err := settle(ctx, q); err != nil {
+		m.opts.Logger.Info("mcp: a completed URL-mode question was not answered for the user", "error", err.Error())
 	}
 }
 

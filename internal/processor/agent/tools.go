@@ -72,6 +72,10 @@ type ToolCall struct {
 	// Resume is set when the call continues after the user answered the
 	// elicitation this tool paused with.
 	Resume *ToolResume
+	// ThreadID and Principal are the turn's: a tool that learns later, on
+	// its own, that the question it paused with is settled (an MCP server's
+	// notifications/elicitation/complete) answers it on the thread.
+	ThreadID, Principal string
 	// Report, when set, streams the call's progress to the user while it
 	// runs. Call it only from the goroutine running Call, before Call
 	// returns.
