@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"chatd/internal/api"
+	"chatd/internal/elicit"
 	"chatd/internal/mcptools"
 	"chatd/internal/processor"
 	"chatd/internal/ratelimit"
@@ -92,7 +93,7 @@ func run(ctx context.Context, logOut io.Writer) error {
 		defer mcpTools.Close()
 	}
 	warnIfUnreachable(ctx, st, logger)
-	server, err := newServer(cfg, logger, stores, registry, tracing.TracerProvider)
+	server, err := newServer(cfg, logger, stores, registry, mcpTools, tracing.TracerProvider)
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,8 @@ func warnIfUnreachable(ctx context.Context, st api.Store, logger *slog.Logger) {
 }
 
 // newServer builds the turn engine and the API over the store.
-func newServer(cfg config, logger *slog.Logger, stores storage, registry *processor.Registry, tp trace.TracerProvider) (*api.Server, error) {
+func newServer(cfg config, logger *slog.Logger, stores storage, registry *processor.Registry, mcpTools *mcptools.Manager,
+	tp trace.TracerProvider) (*api.Server, error) {
 	auth, err := newAuth(cfg)
 	if err != nil {
 		return nil, err
@@ -136,6 +138,9 @@ func newServer(cfg config, logger *slog.Logger, stores storage, registry *proces
 		Config: turn.Config{ElicitationTTL: cfg.ElicitationTTL, TurnTimeout: cfg.TurnTimeout, HistoryWindow: cfg.HistoryWindow,
 			LockLease: cfg.LockLease},
 	})
+	if mcpTools != nil {
+		mcpTools.OnSettled(answerSettled(engine))
+	}
 	return api.NewServer(api.Deps{
 		Store: st, Engine: engine, Processors: registry, Auth: auth, Logger: logger, Metrics: metrics,
 		TracerProvider: tp,
@@ -271,4 +276,13 @@ func refusalDelay(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// answerSettled answers a URL-mode question accept for the user when its
+// MCP server says the user finished on the page.
+func answerSettled(engine *turn.Engine) func(context.Context, mcptools.Settled) error {
+	return func(ctx context.Context, q mcptools.Settled) error {
+		return engine.Answer(ctx, turn.Answer{ThreadID: q.ThreadID, Principal: q.Principal, ElicitationID: q.ElicitationID,
+			Result: elicit.Result{Action: elicit.Accept}})
+	}
 }

@@ -42,9 +42,8 @@ func (t *tool) Definition() agent.ToolDefinition { return t.def }
 
 // Call implements agent.Tool.
 func (t *tool) Call(ctx context.Context, c agent.ToolCall) (agent.ToolResult, error) {
-	ctx = withPrincipal(ctx, c.Principal)
 	if c.Resume == nil {
-		return t.s.run(ctx, t.name, c.Arguments, nil, c.Report)
+		return t.s.run(ctx, t.name, c.Arguments, nil, c)
 	}
 	st, err := decodeToolState(c.Resume.State)
 	if err != nil {
@@ -52,11 +51,11 @@ func (t *tool) Call(ctx context.Context, c agent.ToolCall) (agent.ToolResult, er
 	}
 	switch st.Kind {
 	case kindInputRequired:
-		return t.s.answerInput(ctx, t.name, c.Arguments, st, c.Resume.Result, c.Report)
+		return t.s.answerInput(ctx, t.name, c.Arguments, st, c.Resume.Result, c)
 	case kindHeld:
 		return t.s.deliver(ctx, st, c.Resume.Result, c.Report)
 	case kindURLRequired:
-		return t.s.afterPrerequisite(ctx, t.name, c.Arguments, st, c.Resume.Result, c.Report)
+		return t.s.afterPrerequisite(ctx, t.name, c.Arguments, st, c.Resume.Result, c)
 	}
 	return agent.ToolResult{}, fmt.Errorf("unknown tool state %q", st.Kind)
 }
@@ -117,16 +116,17 @@ type call struct {
 	ask   *ask         // the question being held
 	timer interface{ Stop() bool }
 
-	// principal is whose question holds the call, counted against
-	// MaxHeldPerPrincipal.
-	principal string
-
 	relaunch func()        // sends the tools/call (again, for a retry)
 	endSpan  func()        // ends the call's span, when traced
 	unwatch  func()        // stops the call's progress
 	progress chan struct{} // signalled when latest changed
 	pmu      sync.Mutex
 	pending  []agent.ToolStatus // reported by the server, not yet to the caller
+
+	// thread and principal are the turn's: principal's held questions
+	// count against MaxHeldPerPrincipal, and a held URL-mode question the
+	// server says is complete is answered on thread.
+	thread, principal string
 }
 
 // noteProgress keeps the server's report for the waiting caller. A task's
@@ -338,7 +338,9 @@ func (c *call) drain() {
 
 // run calls a tool and returns its result, or pauses with the server's
 // question.
-func (s *Server) run(ctx context.Context, name string, args json.RawMessage, st *toolState, report func(agent.ToolStatus)) (agent.ToolResult, error) {
+//
+// tc is the agent's call: its Report, its thread and principal.
+func (s *Server) run(ctx context.Context, name string, args json.RawMessage, st *toolState, tc agent.ToolCall) (agent.ToolResult, error) {
 	var responses mcp.InputResponseMap
 	state := ""
 	if st != nil {
@@ -353,7 +355,8 @@ func (s *Server) run(ctx context.Context, name string, args json.RawMessage, st 
 		if err != nil {
 			return agent.ToolResult{}, err
 		}
-		a, o, err := c.next(ctx, report)
+		c.thread, c.principal = tc.ThreadID, tc.Principal
+		a, o, err := c.next(ctx, tc.Report)
 		if err != nil {
 			return agent.ToolResult{}, err
 		}
@@ -398,7 +401,7 @@ func (s *Server) run(ctx context.Context, name string, args json.RawMessage, st 
 
 // answerInput takes the user's answer to an input request of a 2026-07-28
 // server: the next question, or the call retried with every response.
-func (s *Server) answerInput(ctx context.Context, name string, args json.RawMessage, st toolState, res elicit.Result, report func(agent.ToolStatus)) (agent.ToolResult, error) {
+func (s *Server) answerInput(ctx context.Context, name string, args json.RawMessage, st toolState, res elicit.Result, tc agent.ToolCall) (agent.ToolResult, error) {
 	data, err := json.Marshal(mcp.ElicitResult{Action: string(res.Action), Content: res.Content})
 	if err != nil {
 		return agent.ToolResult{}, err
@@ -417,7 +420,7 @@ func (s *Server) answerInput(ctx context.Context, name string, args json.RawMess
 			return pauseOn(st)
 		}
 	}
-	return s.run(ctx, name, args, &st, report)
+	return s.run(ctx, name, args, &st, tc)
 }
 
 // pauseOn pauses the turn with the question st is asking.
@@ -560,7 +563,7 @@ func pauseOnPrerequisite(st toolState) (agent.ToolResult, error) {
 // afterPrerequisite takes the user's answer to a page a -32042 error named:
 // once every page is done the call is retried with the same arguments.
 func (s *Server) afterPrerequisite(ctx context.Context, name string, args json.RawMessage, st toolState, res elicit.Result,
-	report func(agent.ToolStatus)) (agent.ToolResult, error) {
+	tc agent.ToolCall) (agent.ToolResult, error) {
 	if res.Action != elicit.Accept {
 		return agent.ToolResult{}, fmt.Errorf("the user did not complete the page the tool needs (%s)", res.Action)
 	}
@@ -568,7 +571,7 @@ func (s *Server) afterPrerequisite(ctx context.Context, name string, args json.R
 		st.Prerequisites = st.Prerequisites[1:]
 		return pauseOnPrerequisite(st)
 	}
-	return s.run(ctx, name, args, nil, report)
+	return s.run(ctx, name, args, nil, tc)
 }
 
 // inputResponses turns the stored responses into go-sdk's typed map.

@@ -40,8 +40,8 @@
 // -32042 (visit these pages first) pauses on each page in turn and is
 // retried with the same arguments once the user has accepted them all. A
 // notifications/elicitation/complete for a held URL-mode question answers
-// the server accept at once; the user's own answer then finds the call's
-// outcome.
+// the server accept at once and, through OnSettled, the paused turn's
+// question accept for the user, so the turn resumes by itself.
 // A valid one pauses the turn with it, in one of two ways depending on the
 // protocol generation the server speaks:
 //

@@ -65,9 +65,6 @@ func (m *Manager) holdState(ctx context.Context, c *call, a *ask) (json.RawMessa
 		go c.drain()
 		return nil, fmt.Errorf("%w: chatd is shutting down", errNotCompleted)
 	}
-	if c.principal == "" {
-		c.principal = principalOf(ctx)
-	}
 	if n := m.heldLocked(c.s, c.principal); n >= m.opts.MaxHeldPerPrincipal {
 		m.mu.Unlock()
 		a.answer <- &mcp.ElicitResult{Action: string(elicit.Cancel)}
@@ -92,19 +89,6 @@ func (m *Manager) heldLocked(s *Server, principal string) int {
 		}
 	}
 	return n
-}
-
-// principalKey carries a call's principal from tool.Call to the hold its
-// question may make.
-type principalKey struct{}
-
-func withPrincipal(ctx context.Context, principal string) context.Context {
-	return context.WithValue(ctx, principalKey{}, principal)
-}
-
-func principalOf(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey{}).(string)
-	return p
 }
 
 // take removes a hold and returns its call, or nil.
@@ -133,7 +117,36 @@ func (m *Manager) complete(cs *mcp.ClientSession, elicitationID string) {
 		if a := c.ask; a != nil && c.x.cs == cs && a.request.IsURL() && a.request.ElicitationID == elicitationID {
 			a.answer <- &mcp.ElicitResult{Action: string(elicit.Accept)}
 			c.ask = nil
+			if m.settle != nil && c.thread != "" {
+				go m.answerForUser(m.settle, Settled{ThreadID: c.thread, Principal: c.principal, ElicitationID: a.request.ID})
+			}
 		}
+	}
+}
+
+// Settled is a paused turn's URL-mode question that its MCP server said is
+// complete: the user finished on the page.
+type Settled struct {
+	ThreadID, Principal string
+	// ElicitationID is chatd's ID of the question.
+	ElicitationID string
+}
+
+// OnSettled makes the manager answer a held URL-mode question accept, on
+// the user's behalf, with settle when the server says it is complete, so
+// the turn resumes without waiting for the user. settle's error (the user
+// answered first, the question expired) is logged.
+func (m *Manager) OnSettled(settle func(context.Context, Settled) error) {
+	m.mu.Lock()
+	m.settle = settle
+	m.mu.Unlock()
+}
+
+func (m *Manager) answerForUser(settle func(context.Context, Settled) error, q Settled) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.HoldTTL)
+	defer cancel()
+	if err := settle(ctx, q); err != nil {
+		m.opts.Logger.Info("mcp: a completed URL-mode question was not answered for the user", "error", err.Error())
 	}
 }
 

@@ -72,6 +72,7 @@ type Manager struct {
 	servers  map[string]*Server
 
 	mu     sync.Mutex
+	settle func(context.Context, Settled) error // see OnSettled
 	holds  map[string]*call
 	sub    *store.Subscription
 	closed bool

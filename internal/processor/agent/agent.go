@@ -172,7 +172,7 @@ func (a *Agent) Process(ctx context.Context, in processor.Input, emit processor.
 
 func (t *turn) process(ctx context.Context, in processor.Input) (processor.Output, error) {
 	a := t.a
-	t.principal = in.Principal
+	t.threadID, t.principal = in.ThreadID, in.Principal
 	history, err := a.history.entries(in.History)
 	if err != nil {
 		return processor.Output{}, fmt.Errorf("agent: history: %w", err)
@@ -222,12 +222,12 @@ func deref(out *processor.Output) processor.Output {
 // turn is one run of the agent: the conversation the model sees and the
 // reply being built.
 type turn struct {
-	a     *Agent
-	emit  processor.Emit
-	tools map[string]Tool
-	defs  json.RawMessage // the request's tools
-	// principal is whom the turn runs for, told to its tools.
-	principal string
+	a    *Agent
+	emit processor.Emit
+	// threadID and principal are the turn's, for the tools it calls.
+	threadID, principal string
+	tools               map[string]Tool
+	defs                json.RawMessage // the request's tools
 
 	conv  []message
 	start int    // index in conv of the exchange's first message (the pause state keeps conv[start:])
@@ -463,7 +463,8 @@ func (t *turn) runCall(ctx context.Context, c toolCall, queue []toolCall) (*proc
 func (t *turn) execute(ctx context.Context, tool Tool, c toolCall, args json.RawMessage, resume *ToolResume, queue []toolCall) (*processor.Output, error) {
 	t.status(c, statusRunning, "Running "+c.Name)
 	report := func(st ToolStatus) { t.progress(c, st) }
-	res, err := tool.Call(ctx, ToolCall{ID: c.ID, Name: c.Name, Arguments: args, Resume: resume, Principal: t.principal, Report: report})
+	res, err := tool.Call(ctx, ToolCall{ID: c.ID, Name: c.Name, Arguments: args, Resume: resume, Report: report,
+		ThreadID: t.threadID, Principal: t.principal})
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if processor.Stopped(ctx) {
 			t.record(c, statusCancelled, "the user stopped the turn")

@@ -8,13 +8,21 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 
+	"chatd/internal/api"
+	"chatd/internal/elicit"
+	"chatd/internal/mcptools"
+	"chatd/internal/openapitest"
+	"chatd/internal/processor"
 	"chatd/internal/processor/agent"
 	"chatd/internal/redistest"
+	"chatd/internal/store"
 	"chatd/internal/turn"
 )
 
@@ -179,4 +187,79 @@ func TestMCPReferenceServerLongRunning(t *testing.T) {
 		require.Equal(t, "completed", done.Status)
 		assert.Contains(t, string(done.Message.ContentBlocks[0]), "User completed the URL elicitation flow")
 	})
+}
+
+// TestMCPURLCompleteResumesTheTurn: a 2025-11-25 server that says the page
+// is done (notifications/elicitation/complete) ends the wait by itself: the
+// question is answered accept for the user and the turn resumes to its end;
+// the user's own answer then finds it consumed.
+func TestMCPURLCompleteResumesTheTurn(t *testing.T) {
+	completeNow := make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"},
+		&mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
+	srv.AddTool(&mcp.Tool{Name: "pay", Description: "Sends the user to pay", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			go func() {
+				select {
+				case <-completeNow:
+					_ = req.Session.NotifyElicitationComplete(context.WithoutCancel(ctx), &mcp.ElicitationCompleteParams{ElicitationID: "pay-1"})
+				case <-ctx.Done():
+				}
+			}()
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: "Pay", URL: "https://pay.example.com/", ElicitationID: "pay-1"})
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "payment: " + res.Action}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	server := agent.MCPServer{Name: "srv", Transport: agent.TransportStreamableHTTP, URL: ts.URL}
+
+	m := newFakeModel(t, toolReply("", call{"call_1", "srv__pay", `{}`}), textReply("Paid, thank you."))
+	st := store.NewMemory(testStoreOpts)
+	t.Cleanup(func() { _ = st.Close() })
+	a, mgr := mcpAgent(t, m, store.NewLocalBus(), server)
+	reg, err := processor.NewRegistry(map[string]processor.Processor{"agent": a}, "agent")
+	require.NoError(t, err)
+	metrics := api.NewMetrics()
+	engine := turn.New(turn.Deps{Store: st, Processors: reg, Observer: metrics, Config: turn.DefaultConfig})
+	mgr.OnSettled(func(ctx context.Context, q mcptools.Settled) error {
+		return engine.Answer(ctx, turn.Answer{ThreadID: q.ThreadID, Principal: q.Principal, ElicitationID: q.ElicitationID,
+			Result: elicit.Result{Action: elicit.Accept}})
+	})
+	h := httptest.NewServer(api.NewServer(api.Deps{Store: st, Engine: engine, Processors: reg, Auth: api.AnonymousAuth{}, Metrics: metrics,
+		Config: api.DefaultConfig, TracerProvider: otel.GetTracerProvider()}))
+	t.Cleanup(h.Close)
+	c := &chatd{Server: h, v: openapitest.New(t)}
+	thread := c.mustThread(t)
+
+	paused := c.mustTurn(t, thread, "pay")
+	require.Equal(t, "input_required", paused.Status)
+	assert.Equal(t, "https://pay.example.com/", paused.Elicitation.URL)
+	close(completeNow)
+
+	var history struct {
+		Messages []struct {
+			Role          string            `json:"role"`
+			Text          string            `json:"message"`
+			ContentBlocks []json.RawMessage `json:"content_blocks"`
+		} `json:"messages"`
+	}
+	require.Eventually(t, func() bool {
+		status, body := c.do(t, http.MethodGet, "/v1/threads/"+thread+"/messages", nil)
+		require.Equal(t, http.StatusOK, status, "%s", body)
+		require.NoError(t, json.Unmarshal(body, &history))
+		n := len(history.Messages)
+		return n > 0 && history.Messages[n-1].Text == "Paid, thank you."
+	}, time.Minute, 20*time.Millisecond, "the turn resumes by itself")
+	last := history.Messages[len(history.Messages)-1]
+	assert.JSONEq(t, `{"type":"text","text":"payment: accept"}`, string(last.ContentBlocks[0]))
+	answer := history.Messages[len(history.Messages)-2]
+	assert.Equal(t, "user", answer.Role)
+	assert.Equal(t, "Accepted.", answer.Text, "recorded as the user's accept")
+
+	status, body := c.do(t, http.MethodPost, "/v1/threads/"+thread+"/elicitations/"+paused.elicitationID(), map[string]any{"action": "accept"})
+	assert.Equal(t, http.StatusConflict, status)
+	assert.Equal(t, "elicitation_consumed", mustProblem(t, body).Code)
 }

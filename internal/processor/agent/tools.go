@@ -69,12 +69,15 @@ type ToolCall struct {
 	Name string
 	// Arguments is the arguments object the model sent, as JSON.
 	Arguments json.RawMessage
-	// Principal is whom the turn runs for: a tool may bound what one
-	// principal holds of it (the MCP sessions its questions keep open).
-	Principal string
 	// Resume is set when the call continues after the user answered the
 	// elicitation this tool paused with.
 	Resume *ToolResume
+	// ThreadID and Principal are the turn's: a tool may bound what one
+	// principal holds of it (the MCP sessions its questions keep open), and
+	// a tool that learns later, on its own, that the question it paused
+	// with is settled (an MCP server's notifications/elicitation/complete)
+	// answers it on the thread.
+	ThreadID, Principal string
 	// Report, when set, streams the call's progress to the user while it
 	// runs. Call it only from the goroutine running Call, before Call
 	// returns.
