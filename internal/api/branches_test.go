@@ -293,6 +293,9 @@ func TestRegenerateAndTurnExcludeEachOther(t *testing.T) {
 				other = testRequest{method: http.MethodPost, path: regeneratePath(id, slow.Message.ID), as: alice}
 			}
 			mustProblem(t, ts.do(t, other), http.StatusConflict, "thread_busy")
+			// The 409s come before the message is looked at.
+			mustProblem(t, ts.do(t, testRequest{method: http.MethodPost, path: regeneratePath(id, "nope"), as: alice}),
+				http.StatusConflict, "thread_busy")
 			wg.Wait()
 		})
 	}
