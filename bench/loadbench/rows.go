@@ -460,6 +460,12 @@ const memoryGoal = 1.3
 func (b *bench) memoryPerMessage(ctx context.Context, threadID string, messages, jsonBytes int) (string, error) {
 	keys := []string{"chatd:{" + threadID + "}:thread", "chatd:{" + threadID + "}:history"}
 	total := int64(0)
+	// The tree of a thread with branches is lasting too; a thread with
+	// none has no tree key.
+	tree, err := b.rdb.MemoryUsage(ctx, "chatd:{"+threadID+"}:tree", 0).Result()
+	if err == nil {
+		total += tree
+	}
 	for _, k := range keys {
 		// SAMPLES 0 measures every element, not an estimate.
 		used, err := b.rdb.MemoryUsage(ctx, k, 0).Result()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"chatd/internal/blocks"
 	"chatd/internal/processor"
 	"chatd/internal/store"
 )
@@ -293,6 +294,9 @@ func TestRegenerateAndTurnExcludeEachOther(t *testing.T) {
 				other = testRequest{method: http.MethodPost, path: regeneratePath(id, slow.Message.ID), as: alice}
 			}
 			mustProblem(t, ts.do(t, other), http.StatusConflict, "thread_busy")
+			// The 409s come before the message is looked at.
+			mustProblem(t, ts.do(t, testRequest{method: http.MethodPost, path: regeneratePath(id, "nope"), as: alice}),
+				http.StatusConflict, "thread_busy")
 			wg.Wait()
 		})
 	}
@@ -322,4 +326,25 @@ func TestTrimmedParent(t *testing.T) {
 	require.Len(t, page.Messages, 4)
 	assert.Nil(t, page.NextBefore, "the branch stops at its trimmed ancestor")
 	require.NotNil(t, page.Messages[0].ParentID, "a message keeps the parent_id of a trimmed parent")
+}
+
+// TestRegenerateStopOnDisconnect: a regenerate asked to stop when its
+// client goes away stops, and its reply is kept, marked stopped, beside
+// the one it regenerated.
+func TestRegenerateStopOnDisconnect(t *testing.T) {
+	ts := newTestServer(t)
+	id := ts.mustCreateThread(t, alice, "echo")
+	// Long enough to disconnect from, short enough to run to its end once.
+	first := ts.mustTurn(t, alice, id, "/slow 25 "+strings.Repeat("word ", 40))
+	stream := ts.mustStream(t, testRequest{method: http.MethodPost, path: regeneratePath(id, first.Message.ID), as: alice,
+		body: mustJSON(t, map[string]any{"stop_on_disconnect": true})})
+	require.Equal(t, "message.start", stream.nextEvent().event)
+	require.Equal(t, "text.delta", stream.nextEvent().event)
+	stream.close()
+	waitFor(t, "the regenerate to stop", func() bool { return headOf(t, ts, id) != first.Message.ID })
+	history := ts.mustHistory(t, alice, id)
+	require.Len(t, history, 2)
+	assert.Equal(t, true, history[1].Meta[blocks.MetaStopped])
+	page := ts.branchPage(t, id, "")
+	assert.Equal(t, []string{first.Message.ID, history[1].ID}, page.Messages[1].Siblings.IDs)
 }

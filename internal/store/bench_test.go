@@ -135,7 +135,8 @@ func BenchmarkJSONTurn(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					err = st.CommitTurn(ctx, store.Commit{ThreadID: threadID, Owner: alice, LockToken: ts.LockToken,
+					// The engine names the parent: the branch's last message.
+					err = st.CommitTurn(ctx, store.Commit{ThreadID: threadID, Owner: alice, LockToken: ts.LockToken, Parent: &ts.Leaf,
 						Messages: newTestMessages(2, "bench"), TurnID: begin.ID, Start: begin.Start, Events: events, Preview: "bench"})
 					if err != nil {
 						b.Fatal(err)

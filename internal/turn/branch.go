@@ -3,7 +3,6 @@ package turn
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"chatd/internal/blocks"
 	"chatd/internal/store"
@@ -47,7 +46,8 @@ func (e *Engine) windowFor(processor string) int {
 	return max(e.cfg.HistoryWindow, 0)
 }
 
-// windows asks the store for extra more messages than each processor reads.
+// widened is the window a begin asks the store for, extra more messages
+// than each processor reads.
 func (e *Engine) widened(extra int) (int, map[string]int) {
 	if extra == 0 {
 		return e.cfg.HistoryWindow, e.windows
@@ -64,9 +64,6 @@ func (e *Engine) widened(extra int) (int, map[string]int) {
 // come first; then store.ErrMessageNotFound for a message the thread does
 // not hold, and ErrNotRegenerable.
 func (e *Engine) Regenerate(ctx context.Context, r Regenerate) (*Turn, error) {
-	if !blocks.IsCanonicalID(r.MessageID) {
-		return nil, fmt.Errorf("message %q: %w", r.MessageID, store.ErrMessageNotFound)
-	}
 	// The turn's first event names its user message, so the message the
 	// reply answers is read before the begin; the begin's own read, under
 	// the lock, is the one checked.

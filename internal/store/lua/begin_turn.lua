@@ -44,6 +44,31 @@ local function read_branch(n)
   return leaf, head, recs
 end
 
+-- newest_head is the head's ID for a begin that reads no window on a
+-- thread with no branches, where the head is the newest record, which is
+-- always in a field of its own: no history code is linked for it. nil
+-- sends the begin the general way (branches, an earlier layout).
+local function newest_head()
+  if branch ~= '-' or redis.call('EXISTS', tree_key) == 1 then return nil end
+  local s = redis.call('HMGET', thread_key, 'seq', 'hfirst')
+  if not s[2] then
+    if redis.call('EXISTS', msgs_key) == 1 then return nil end
+    return ''
+  end
+  local r = redis.call('HGET', history_key, 'p' .. (tonumber(s[1]) or 0))
+  if not r then return nil end
+  return string.match(r, '^{"id":"([^"]*)"')
+end
+
+-- branch_of is read_branch, the short way when it can be.
+local function branch_of(n)
+  if n <= 0 then
+    local head = newest_head()
+    if head then return head, head, {} end
+  end
+  return read_branch(n)
+end
+
 local t = owned_thread(thread_key, principal)
 if not t then return {'NOTFOUND'} end
 if idem_field ~= '' then
@@ -64,13 +89,13 @@ end
 local held = redis.call('GET', lock_key)
 if held then
   local held_token, claim, held_turn, _, held_fingerprint, held_idem = lock_parts(held)
-  if held_token == token and claim == '' then return ok(read_branch(window_size(t[2], window, window_pairs))) end
+  if held_token == token and claim == '' then return ok(branch_of(window_size(t[2], window, window_pairs))) end
   if idem_field ~= '' and held_idem == idem_field then return {'RUNNING', held_turn, held_fingerprint} end
   return {'BUSY'}
 end
 local p = redis.call('HGET', pending_key, 'data')
 if p then return {'PENDING', p} end
-local leaf, head, recs = read_branch(window_size(t[2], window, window_pairs))
+local leaf, head, recs = branch_of(window_size(t[2], window, window_pairs))
 if not leaf then return {'NOMESSAGE'} end
 redis.call('SET', lock_key, lock_value(token, '', turn_id, started_ms, fingerprint, idem_field, first_record), 'PX', lock_ttl_ms)
 if turn_id == '' then return ok(leaf, head, recs, false, false) end

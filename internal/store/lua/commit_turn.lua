@@ -43,6 +43,19 @@ local log_records = ARGV[17]
 local parent = ARGV[18]       -- the first message's parent: '-' the head, '' none, or its ID
 local messages = 19           -- ARGV[19…]: ID and JSON of each message
 
+-- follows_newest reports whether the commit keeps a thread with no
+-- branches one branch: its first message follows the newest (the head),
+-- or is the first of an empty thread. Most commits do, and then need no
+-- tree entry nor any lookup.
+local function follows_newest()
+  if redis.call('EXISTS', tree_key) == 1 then return false end
+  if parent == '-' then return true end
+  local seq = tonumber(redis.call('HGET', thread_key, 'seq')) or 0
+  if parent == '' then return seq == 0 end
+  local r = redis.call('HGET', history_key, 'p' .. seq)
+  return r ~= false and string.sub(r, 1, 44) == '{"id":"' .. parent .. '"'
+end
+
 if redis.call('EXISTS', thread_key) == 0 then return {'NOTFOUND'} end
 local held = redis.call('GET', lock_key)
 if not held or lock_token(held) ~= token then
@@ -56,9 +69,11 @@ if #ARGV >= messages then
   for i = messages, #ARGV - 1, 2 do
     ids[#ids + 1], datas[#datas + 1] = ARGV[i], ARGV[i + 1]
   end
-  local first = tree_link(thread_key, msgs_key, msgdata_key, history_key, tree_key, parent, ids, thread_ttl_ms)
+  local branched = not follows_newest()
+  local first
+  if branched then first = tree_link(thread_key, msgs_key, msgdata_key, history_key, tree_key, parent, ids, thread_ttl_ms) end
   hist_append(thread_key, msgs_key, msgdata_key, history_key, ids, datas, tonumber(history_max), tonumber(history_max_bytes), fields)
-  tree_trim(tree_key, first, tonumber(redis.call('HGET', thread_key, 'hfirst')))
+  if branched then tree_trim(tree_key, first, tonumber(redis.call('HGET', thread_key, 'hfirst'))) end
 else
   redis.call('HSET', thread_key, unpack(fields))
 end
