@@ -27,8 +27,8 @@ import (
 // FileStore is what the file endpoints need of the store; internal/store's
 // Memory and Redis provide it. Errors are store's sentinels, wrapped.
 type FileStore interface {
-	// PutFile stores a file of the principal's thread: store.ErrNotFound,
-	// ErrFileQuotaExceeded, ErrFull.
+	// PutFile stores a file of the principal's thread, which may keep data
+	// itself: store.ErrNotFound, ErrFileQuotaExceeded, ErrFull.
 	PutFile(ctx context.Context, principal string, f store.File, data []byte) error
 	// StatFile returns a file's record: store.ErrFileNotFound.
 	StatFile(ctx context.Context, threadID, principal, fileID string) (store.File, error)

@@ -26,7 +26,8 @@ const fileRecordOverhead = 256
 
 func (f *memFile) footprint() int64 { return fileRecordOverhead + int64(len(f.data)) }
 
-// PutFile stores a file of the principal's thread f.ThreadID. It returns
+// PutFile stores a file of the principal's thread f.ThreadID, keeping data
+// itself: the caller must not change it afterwards. It returns
 // ErrNotFound for a thread that is not the principal's, ErrFileQuotaExceeded
 // when the principal's files would exceed FilesMaxBytes, and ErrFull when
 // the store holds MemoryMaxBytes.
@@ -40,7 +41,7 @@ func (m *Memory) PutFile(ctx context.Context, principal string, f File, data []b
 	if _, err := m.owned(f.ThreadID, principal, now); err != nil {
 		return err
 	}
-	stored := &memFile{file: f, data: append([]byte(nil), data...)}
+	stored := &memFile{file: f, data: data}
 	if err := m.usage.admitBytes(stored.footprint()); err != nil {
 		return err
 	}

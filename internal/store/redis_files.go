@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,8 +45,8 @@ func (r *Redis) PutFile(ctx context.Context, principal string, f File, data []by
 	if err := r.reserveFile(ctx, principal, f); err != nil {
 		return err
 	}
-	call := putFileCall{threadID: f.ThreadID, principal: principal, fileID: f.ID, record: record, size: f.Size, data: data}
-	status, _, err := r.runWrite(ctx, "put file", call, func(redis.Pipeliner) {})
+	call := putFileCall{threadID: f.ThreadID, principal: principal, fileID: f.ID, record: record, size: f.Size}
+	status, _, err := r.runAfter(ctx, "put file", call, r.writePieces(f, data))
 	if err != nil {
 		// The file may have been written; a quota entry whose file does
 		// not exist is reclaimed when the quota is next reached.
@@ -59,6 +60,73 @@ func (r *Redis) PutFile(ctx context.Context, principal string, f File, data []by
 		return fmt.Errorf("store: thread %s: %w", f.ThreadID, ErrNotFound)
 	}
 	return unexpectedStatus("put file", status)
+}
+
+// writePieces returns the pipeline step that writes a file's bytes, in
+// pieces, before put_file.lua lists it. The key expires after ThreadTTL
+// until the script gives it the thread's TTL, so bytes whose script never
+// ran do not stay.
+func (r *Redis) writePieces(f File, data []byte) func(redis.Pipeliner) {
+	return func(pipe redis.Pipeliner) {
+		ctx := context.Background()
+		key := fileKey(f.ThreadID, f.ID)
+		pipe.Del(ctx, key)
+		rest := data
+		for i, n := range fileChunks(f.Size) {
+			pipe.HSet(ctx, key, strconv.Itoa(i), rest[:n])
+			rest = rest[n:]
+		}
+		pipe.PExpire(ctx, key, r.opts.ThreadTTL)
+	}
+}
+
+// runAfter runs a script after the commands before adds, in one pipeline,
+// and again with the script loaded when the server did not know it (the
+// commands must be safe to repeat). With Options.WaitReplicas the pipeline
+// ends with WAIT, on the connection that wrote: on a Cluster the pipeline
+// goes to the master of the keys' slot itself, since WAIT names no key.
+func (r *Redis) runAfter(ctx context.Context, op string, c scriptCall, before func(redis.Pipeliner)) (string, []any, error) {
+	n := r.opts.WaitReplicas
+	var target interface {
+		Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	} = r.client
+	if cluster, ok := r.client.(*redis.ClusterClient); ok && n > 0 {
+		node, err := cluster.MasterForKey(ctx, c.keys()[0])
+		if err != nil {
+			return "", nil, wrapRedisError(op, err)
+		}
+		target = node
+	}
+	s := c.script()
+	var cmd, wait *redis.Cmd
+	send := func() error {
+		_, err := target.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			before(pipe)
+			cmd = s.EvalSha(ctx, pipe, c.keys(), c.args()...)
+			if n > 0 {
+				wait = pipe.Do(ctx, "wait", n, r.opts.WaitTimeout.Milliseconds())
+			}
+			return nil
+		})
+		return err
+	}
+	err := send()
+	if err != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		if err = s.Load(ctx, r.client).Err(); err == nil {
+			err = send()
+		}
+	}
+	if err != nil {
+		return "", nil, wrapRedisError(op, err)
+	}
+	status, reply, err := splitReply(op, cmd)
+	if err == nil && status == "OK" && n > 0 {
+		if acked, _ := wait.Int64(); acked < int64(n) {
+			return "", nil, fmt.Errorf("store: %s: %w: written on the master, acknowledged by %d of %d replicas within %s",
+				op, ErrUnavailable, acked, n, r.opts.WaitTimeout)
+		}
+	}
+	return status, reply, err
 }
 
 // reserveFile counts f against the principal's quota. A full quota may
@@ -151,8 +219,18 @@ func (r *Redis) GetFile(ctx context.Context, threadID, principal, fileID string)
 	return r.readFile(ctx, threadID, principal, fileID, true)
 }
 
+// readFile checks the principal's thread and reads the file's record with
+// a script and, with withData, its pieces with HGETALL in the same
+// pipeline: a script's reply would copy each piece once more inside Redis.
+// A file is never changed once written, so the two agree unless it was
+// deleted between them, which reads as not found.
 func (r *Redis) readFile(ctx context.Context, threadID, principal, fileID string, withData bool) (File, []byte, error) {
-	status, reply, err := r.run(ctx, "get file", getFileCall{threadID: threadID, principal: principal, fileID: fileID, withData: withData})
+	var all *redis.MapStringStringCmd
+	extra := func(redis.Pipeliner) {}
+	if withData {
+		extra = func(pipe redis.Pipeliner) { all = pipe.HGetAll(ctx, fileKey(threadID, fileID)) }
+	}
+	status, reply, err := r.runWithIndex(ctx, "get file", getFileCall{threadID: threadID, principal: principal, fileID: fileID}, extra)
 	if err != nil {
 		return File{}, nil, err
 	}
@@ -168,13 +246,20 @@ func (r *Redis) readFile(ctx context.Context, threadID, principal, fileID string
 	if err != nil || !withData {
 		return f, nil, err
 	}
+	fields, err := all.Result()
+	if err != nil {
+		return File{}, nil, wrapRedisError("get file", err)
+	}
+	if len(fields) == 0 {
+		return File{}, nil, fmt.Errorf("store: file %s: %w", fileID, ErrFileNotFound)
+	}
 	data := make([]byte, 0, f.Size)
-	for _, piece := range reply[1:] {
-		s, ok := replyString(piece)
+	for i := range len(fileChunks(f.Size)) {
+		piece, ok := fields[strconv.Itoa(i)]
 		if !ok {
-			return File{}, nil, fmt.Errorf("store: file %s: a piece is missing", fileID)
+			return File{}, nil, fmt.Errorf("store: file %s: piece %d is missing", fileID, i)
 		}
-		data = append(data, s...)
+		data = append(data, piece...)
 	}
 	if int64(len(data)) != f.Size {
 		return File{}, nil, fmt.Errorf("store: file %s: %d bytes of %d", fileID, len(data), f.Size)
@@ -216,11 +301,10 @@ func (r *Redis) freeThreadFiles(ctx context.Context, principal, threadID string,
 	r.unreserveFiles(ctx, principal, fields)
 }
 
-// putFileCall stores a file (see put_file.lua).
+// putFileCall lists a file whose pieces were written (see put_file.lua).
 type putFileCall struct {
 	threadID, principal, fileID, record string
 	size                                int64
-	data                                []byte
 }
 
 func (putFileCall) script() *redis.Script { return putFileScript }
@@ -228,26 +312,19 @@ func (c putFileCall) keys() []string {
 	return []string{keysFor(c.threadID).thread, filesIndexKey(c.threadID), fileKey(c.threadID, c.fileID)}
 }
 func (c putFileCall) args() []any {
-	args := []any{c.principal, c.fileID, c.record, c.size}
-	rest := c.data
-	for _, n := range fileChunks(c.size) {
-		args = append(args, rest[:n])
-		rest = rest[n:]
-	}
-	return args
+	return []any{c.principal, c.fileID, c.record, c.size, len(fileChunks(c.size))}
 }
 
-// getFileCall reads a file's record and, with withData, its pieces.
+// getFileCall reads a file's record.
 type getFileCall struct {
 	threadID, principal, fileID string
-	withData                    bool
 }
 
 func (getFileCall) script() *redis.Script { return getFileScript }
 func (c getFileCall) keys() []string {
 	return []string{keysFor(c.threadID).thread, fileKey(c.threadID, c.fileID)}
 }
-func (c getFileCall) args() []any { return []any{c.principal, luaBool(c.withData)} }
+func (c getFileCall) args() []any { return []any{c.principal} }
 
 // deleteFileCall deletes a file.
 type deleteFileCall struct{ threadID, principal, fileID string }

@@ -1,6 +1,9 @@
--- Stores a file of a thread the principal owns: its record and bytes (in
--- pieces, fields 0…n-1) in a key of its own, listed in the thread's file
--- index; both expire with the thread.
+-- Lists a file of a thread the principal owns, whose bytes the same
+-- pipeline has just written (fields 0…n-1 of the file's key, which then
+-- expires after ThreadTTL): its record goes into the key and the thread's
+-- file index, and both get the thread's TTL. For a thread that is not the
+-- principal's the bytes are deleted. The bytes are not arguments of the
+-- script, which would copy each piece once more inside Redis.
 -- Returns NOTFOUND | OK.
 local thread_key = KEYS[1]
 local files_key = KEYS[2]
@@ -9,12 +12,13 @@ local principal = ARGV[1]
 local file_id = ARGV[2]
 local record = ARGV[3]
 local size = ARGV[4]
--- ARGV[5…]: the file's pieces, in order.
+local pieces = ARGV[5]
 
-if not owned_thread(thread_key, principal) then return {'NOTFOUND'} end
-redis.call('DEL', file_key)
-redis.call('HSET', file_key, 'r', record, 'n', #ARGV - 4)
-for i = 5, #ARGV do redis.call('HSET', file_key, tostring(i - 5), ARGV[i]) end
+if not owned_thread(thread_key, principal) then
+  redis.call('DEL', file_key)
+  return {'NOTFOUND'}
+end
+redis.call('HSET', file_key, 'r', record, 'n', pieces)
 redis.call('HSET', files_key, file_id, size)
 local ttl = redis.call('PTTL', thread_key)
 if ttl > 0 then
