@@ -2,7 +2,8 @@
 // markdown table for docs/reliability.md: Redis killed (kill -9) mid-load
 // and restarted, one of two instances killed mid-load, connections that
 // trickle headers or a body or never read, a principal flooding beside
-// another, and the embedded store filled up. Everything runs on 127.0.0.1:
+// another, the embedded store filled up, a principal holding many reattach
+// streams beside another, and streams whose clients never read. Everything runs on 127.0.0.1:
 // chatd as real processes (built once), a redis-server of its own with
 // appendfsync always. Every phase is bounded in requests and time; the run
 // takes about a minute.
@@ -83,7 +84,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	start := time.Now()
 	var rows []row
-	for _, phase := range []func(context.Context, config, string) ([]row, error){redisKill, instanceKill, slowClients, flood, memoryBound} {
+	for _, phase := range []func(context.Context, config, string) ([]row, error){redisKill, instanceKill, slowClients, flood, memoryBound, reattachFlood, stalledStreams} {
 		r, err := phase(ctx, cfg, bin)
 		if err != nil {
 			return err
