@@ -3,6 +3,7 @@ package api_test
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -149,4 +150,106 @@ func TestMaxStreams(t *testing.T) {
 		return true
 	}, 10*time.Second, 20*time.Millisecond, "a closed stream frees its place")
 	eventsOnly(first.readAll())
+}
+
+// readRaw reads st to its end from any goroutine and returns its events
+// and how many heartbeat comments came, without checking each event
+// against openapi.yaml.
+func readRaw(st *sseStream) (events []sseEvent, heartbeats int, err error) {
+	var ev sseEvent
+	for {
+		line, err := st.r.ReadString('\n')
+		if err == io.EOF && line == "" {
+			return events, heartbeats, nil
+		}
+		if err != nil {
+			return events, heartbeats, err
+		}
+		line = strings.TrimSuffix(line, "\n")
+		field, value, _ := strings.Cut(line, ": ")
+		switch {
+		case line == ": heartbeat":
+			heartbeats++
+		case line == "" && ev.event != "":
+			events, ev = append(events, ev), sseEvent{}
+		case field == "id":
+			ev.id = value
+		case field == "event":
+			ev.event = value
+		case field == "data":
+			ev.data = []byte(value)
+		}
+	}
+}
+
+// TestManyStreams: with 200 streamed turns open at once on Redis, every
+// stream still gets its heartbeats while its turn is quiet and completes;
+// one of them, left halfway and reattached on another instance after
+// Last-Event-ID, gets the rest exactly once; one stopped ends stopped.
+func TestManyStreams(t *testing.T) {
+	const streams = 200
+	st := newTestRedisStore(t, redistest.Start(t))
+	cfg := func(c *api.Config) { c.MaxStreams = 2 * streams; c.HeartbeatInterval = 100 * time.Millisecond }
+	ts := newTestServer(t, withStore(st), withConfig(cfg))
+	other := newTestServer(t, withStore(st), withConfig(cfg))
+
+	threads := make([]string, streams)
+	open := make([]*sseStream, streams)
+	for i := range open {
+		threads[i] = ts.mustCreateThread(t, alice, "echo")
+		// Words 300 ms apart: quiet long enough for heartbeats.
+		open[i] = ts.streamTurn(t, alice, threads[i], "/slow 300 one two three four five six seven eight")
+	}
+	// The last two opened, still running whatever the machine's pace.
+	const reattached, stopped = streams - 2, streams - 1
+
+	// The reattached stream: read up to its second event, leave, and
+	// follow the rest on the other instance.
+	first := []sseEvent{open[reattached].nextEvent(), open[reattached].nextEvent()}
+	open[reattached].close()
+	turnID := startOf(t, first[0])["turn_id"]
+	rest, resp := other.reattach(t, alice, threads[reattached], turnID, 2)
+	require.Nil(t, resp)
+
+	mustStatus(t, ts.do(t, testRequest{method: http.MethodPost, path: cancelPath(threads[stopped]), as: alice}), http.StatusAccepted)
+
+	type result struct {
+		events     []sseEvent
+		heartbeats int
+		err        error
+	}
+	results := make([]result, streams)
+	var wg sync.WaitGroup
+	for i, s := range open {
+		if i == reattached {
+			s = rest
+		}
+		wg.Go(func() {
+			var r result
+			r.events, r.heartbeats, r.err = readRaw(s)
+			results[i] = r
+		})
+	}
+	wg.Wait()
+
+	for i, r := range results {
+		require.NoError(t, r.err, "stream %d", i)
+		require.NotEmpty(t, r.events, "stream %d", i)
+		end := r.events[len(r.events)-1]
+		require.Equal(t, "turn.completed", end.event, "stream %d ends with its turn", i)
+		status := mustDecode[map[string]any](t, end.data)["status"]
+		switch i {
+		case stopped:
+			assert.Equal(t, "stopped", status, "the stopped turn")
+		case reattached:
+			all := append(first, r.events...)
+			for j, ev := range all {
+				assert.Equal(t, strconv.Itoa(j+1), ev.id, "the reattached stream's events, once each, in order")
+			}
+			assert.Equal(t, "completed", status)
+		default:
+			assert.Equal(t, "completed", status, "stream %d", i)
+			assert.Positive(t, r.heartbeats, "stream %d got heartbeats while its turn was quiet", i)
+		}
+	}
 }
