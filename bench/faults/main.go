@@ -3,7 +3,9 @@
 // and restarted, one of two instances killed mid-load, connections that
 // trickle headers or a body or never read, a principal flooding beside
 // another, the embedded store filled up (with history, and with turn
-// logs), and creates refused at the thread quota. Everything runs on 127.0.0.1:
+// logs), creates refused at the thread quota, a principal holding many
+// reattach streams beside another, and streams whose clients never read.
+// Everything runs on 127.0.0.1:
 // chatd as real processes (built once), a redis-server of its own with
 // appendfsync always. Every phase is bounded in requests and time; the run
 // takes about a minute.
@@ -85,7 +87,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	start := time.Now()
 	var rows []row
 	for _, phase := range []func(context.Context, config, string) ([]row, error){redisKill, instanceKill, slowClients, flood, memoryBound,
-		turnLogsBound, quotaRefusals} {
+		turnLogsBound, quotaRefusals, reattachFlood, stalledStreams} {
 		r, err := phase(ctx, cfg, bin)
 		if err != nil {
 			return err

@@ -8,7 +8,7 @@
 //
 // Usage:
 //
-//	go run ./bench/loadbench [-requests 3000] [-concurrency 16] [-cpuprofile redis-turn.pprof]
+//	go run ./bench/loadbench [-requests 3000] [-concurrency 16] [-cpuprofile redis-turn.pprof] [-streams-full]
 package main
 
 import (
@@ -44,6 +44,9 @@ type config struct {
 	rounds      int
 	redisBin    string
 	turnsOnly   bool
+	streamsFull bool
+	noStreams   bool
+	streamsOnly bool
 }
 
 func parseFlags(args []string) (config, error) {
@@ -62,6 +65,9 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.profileRow, "profile-row", "2", "the row -cpuprofile profiles: 1, 2, 2r, 3, 4, 6, 6c, 6d, 8a or 8b")
 	fs.BoolVar(&cfg.readHistory, "read-history", false, "rows 1, 2, 4 and 6 use an echo that reads its whole history window (chatd's default, 50), to show what a processor reading history costs")
 	fs.BoolVar(&cfg.turnsOnly, "turns-only", false, "measure only the plain-turn rows (1, 2, 2r, 2p, 3)")
+	fs.BoolVar(&cfg.streamsFull, "streams-full", false, "row 9a steps N through 1,000, 2,500, 5,000 and 10,000 long streams (default: 1,000 and 2,500)")
+	fs.BoolVar(&cfg.streamsOnly, "streams-only", false, "measure only rows 9a–9c")
+	fs.BoolVar(&cfg.noStreams, "no-streams", false, "skip rows 9a–9c (long streamed agent turns)")
 	fs.StringVar(&cfg.redisBin, "redis-server", "", "redis-server binary (default: from PATH, installed with apt-get when missing and root)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

@@ -54,6 +54,9 @@ func ratio(a, b float64) float64 {
 // measure runs every row, in an order that keeps the rows compared with
 // each other in the same rounds.
 func (b *bench) measure(ctx context.Context) ([]row, error) {
+	if b.cfg.streamsOnly {
+		return b.measureLongStreams(ctx)
+	}
 	turns, err := b.measureTurns(ctx)
 	if err != nil {
 		return nil, err
@@ -71,7 +74,8 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		{"row 4", func(ctx context.Context) ([]row, error) { return b.measureElicitation(ctx, turns) }},
 		{"row 6", func(ctx context.Context) ([]row, error) { return b.measureStreams(ctx, turns) }},
 		{"row 8", b.measureTurnLog},
-		{"row 9", b.measureStop},
+		{"row 9", b.measureLongStreams},
+		{"row 10", b.measureStop},
 		{"row 5", b.measureGrowth},
 	}
 	byWhat := map[string][]row{}
@@ -82,7 +86,7 @@ func (b *bench) measure(ctx context.Context) ([]row, error) {
 		}
 		byWhat[m.what] = r
 	}
-	for _, what := range []string{"row 4", "row 5", "row 6", "row 7", "row 8", "row 9"} {
+	for _, what := range []string{"row 4", "row 5", "row 6", "row 7", "row 8", "row 9", "row 10"} {
 		rows = append(rows, byWhat[what]...)
 	}
 	return rows, nil

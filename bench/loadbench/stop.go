@@ -22,7 +22,7 @@ const stopRequests = 300
 
 // measureStop is row 9: how soon a stop ends a streamed turn, from the stop
 // request to the stream's turn.completed, asked of the instance running the
-// turn (9a) and of another instance sharing its Redis (9b).
+// turn (10a) and of another instance sharing its Redis (10b).
 func (b *bench) measureStop(ctx context.Context) ([]row, error) {
 	n := min(b.cfg.requests, stopRequests)
 	runningC, ids, err := b.chatd(ctx, b.newRedisStore(store.Options{}), nil)
@@ -38,8 +38,8 @@ func (b *bench) measureStop(ctx context.Context) ([]row, error) {
 		id, scenario string
 		stopper      *client
 	}{
-		{"9a", "stop a streamed turn, Redis, same instance: stop request → turn.completed", runningC},
-		{"9b", "stop a streamed turn, Redis, another instance: stop request → turn.completed", otherC},
+		{"10a", "stop a streamed turn, Redis, same instance: stop request → turn.completed", runningC},
+		{"10b", "stop a streamed turn, Redis, another instance: stop request → turn.completed", otherC},
 	} {
 		res, err := b.measured(ctx, n, func(ctx context.Context, worker, _ int) (time.Duration, error) {
 			return runningC.stopLatency(ctx, ids[worker], r.stopper)

@@ -75,7 +75,11 @@ type config struct {
 	// LockLease is the turn lock's lease, renewed while a turn runs.
 	LockLease time.Duration `envconfig:"LOCK_LEASE"`
 	// MaxThreads caps the live threads of one principal.
-	MaxThreads        int    `envconfig:"MAX_THREADS"`
+	MaxThreads int `envconfig:"MAX_THREADS"`
+	// MaxStreams caps the streams one principal holds open on an instance;
+	// SSEBufferBytes the events queued for one stream's client.
+	MaxStreams        int    `envconfig:"MAX_STREAMS"`
+	SSEBufferBytes    int    `envconfig:"SSE_BUFFER_BYTES"`
 	LogLevel          string `envconfig:"LOG_LEVEL" default:"info"`
 	LogFormat         string `envconfig:"LOG_FORMAT" default:"json"`
 	UI                bool   `envconfig:"UI" default:"true"`
@@ -94,7 +98,7 @@ func defaultConfig() config {
 		ThreadTTL: st.ThreadTTL, HistoryMax: st.HistoryMax, HistoryMaxBytes: st.HistoryMaxBytes, MemoryMaxBytes: st.MemoryMaxBytes,
 		MaxThreads: st.MaxThreads, FilesMaxBytes: st.FilesMaxBytes, MaxFileBytes: a.MaxFileBytes, TurnEventsTTL: st.TurnEventsTTL, RedisWaitTimeout: st.WaitTimeout,
 		MaxBodyBytes: a.MaxBodyBytes, MaxBlocks: a.MaxBlocks, MaxJSONDepth: a.MaxJSONDepth, HeartbeatEvery: a.HeartbeatInterval,
-		WriteTimeout: a.WriteTimeout, RateLimitDelay: a.RefusalDelay,
+		WriteTimeout: a.WriteTimeout, RateLimitDelay: a.RefusalDelay, MaxStreams: a.MaxStreams, SSEBufferBytes: a.SSEBufferBytes,
 	}
 }
 
@@ -162,6 +166,8 @@ func (c config) validate() error {
 	check(c.MaxBodyBytes >= 1, "CHATD_MAX_BODY_BYTES must be at least 1")
 	check(c.LockLease >= 30*time.Millisecond, "CHATD_LOCK_LEASE must be at least 30ms")
 	check(c.MaxThreads >= 1, "CHATD_MAX_THREADS must be at least 1")
+	check(c.MaxStreams >= 1, "CHATD_MAX_STREAMS must be at least 1")
+	check(c.SSEBufferBytes >= 1024, "CHATD_SSE_BUFFER_BYTES must be at least 1024")
 	check(c.MaxBlocks >= 1, "CHATD_MAX_BLOCKS must be at least 1")
 	check(c.MaxJSONDepth >= 2, "CHATD_MAX_JSON_DEPTH must be at least 2 (a turn's body nests two levels)")
 	check(c.HistoryMaxBytes >= 1, "CHATD_HISTORY_MAX_BYTES must be at least 1")

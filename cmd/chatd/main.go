@@ -152,6 +152,7 @@ func newServer(cfg config, logger *slog.Logger, stores storage, registry *proces
 			MaxBodyBytes: cfg.MaxBodyBytes, MaxFileBytes: cfg.MaxFileBytes, HeartbeatInterval: heartbeat(cfg.HeartbeatEvery), WriteTimeout: cfg.WriteTimeout,
 			MaxBlocks: cfg.MaxBlocks, MaxJSONDepth: cfg.MaxJSONDepth, RefusalDelay: refusalDelay(cfg.RateLimitDelay),
 			CORSOrigins: trimAll(cfg.CORSOrigins), PrincipalHeader: cfg.PrincipalHeader, TrustedProxies: proxies,
+			MaxStreams: cfg.MaxStreams, SSEBufferBytes: cfg.SSEBufferBytes,
 		},
 	}), nil
 }

@@ -17,6 +17,11 @@ type Metrics struct {
 	elicitations *prometheus.CounterVec
 	storeErrors  prometheus.Counter
 	tokens       *prometheus.CounterVec
+	// The event streams open, the bytes queued for their clients, and the
+	// streams dropped for a client that fell behind or stopped reading.
+	openStreams    prometheus.Gauge
+	queuedBytes    prometheus.Gauge
+	droppedStreams prometheus.Counter
 }
 
 // NewMetrics registers chatd's collectors plus the Go and process ones.
@@ -44,8 +49,21 @@ func NewMetrics() *Metrics {
 			Name: "chatd_model_tokens_total",
 			Help: "Model tokens spent by turns, by processor, model and kind (input, output).",
 		}, []string{"processor", "model", "kind"}),
+		openStreams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "chatd_open_streams",
+			Help: "Event streams open to clients (streamed turns and reattach streams of every protocol).",
+		}),
+		queuedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "chatd_stream_queued_bytes",
+			Help: "Encoded events queued for the clients of open streams, not yet written.",
+		}),
+		droppedStreams: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "chatd_streams_dropped_total",
+			Help: "Streams dropped before their end: the client went away, or did not take its events (CHATD_SSE_BUFFER_BYTES, CHATD_WRITE_TIMEOUT).",
+		}),
 	}
 	m.registry.MustRegister(m.httpDuration, m.turns, m.elicitations, m.storeErrors, m.tokens,
+		m.openStreams, m.queuedBytes, m.droppedStreams,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -70,3 +88,9 @@ func (m *Metrics) ModelTokens(processor, model, kind string, n int64) {
 func (m *Metrics) Elicitation(processor, event string) {
 	m.elicitations.WithLabelValues(processor, event).Inc()
 }
+
+// The streams' bookkeeping (see sseStream).
+func (m *Metrics) streamOpened()    { m.openStreams.Inc() }
+func (m *Metrics) streamClosed()    { m.openStreams.Dec() }
+func (m *Metrics) streamDropped()   { m.droppedStreams.Inc() }
+func (m *Metrics) queued(delta int) { m.queuedBytes.Add(float64(delta)) }

@@ -62,17 +62,19 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodPost, "/threads/{thread_id}/files", s.handle(s.handleUploadFile))
 		r.Method(http.MethodGet, "/threads/{thread_id}/files/{file_id}", s.handle(s.handleGetFile))
 		r.Method(http.MethodDelete, "/threads/{thread_id}/files/{file_id}", s.handle(s.handleDeleteFile))
-		r.Method(http.MethodPost, "/threads/{thread_id}/turns", s.handle(s.handleTurn))
+		r.Method(http.MethodPost, "/threads/{thread_id}/turns", s.limitStreams(wantsStream, s.handle(s.handleTurn)))
 		r.Method(http.MethodPost, "/threads/{thread_id}/cancel", s.handle(s.handleCancel))
-		r.Method(http.MethodGet, "/threads/{thread_id}/turns/{turn_id}/events", s.handle(s.handleTurnEvents))
+		r.Method(http.MethodGet, "/threads/{thread_id}/turns/{turn_id}/events", s.limitStreams(alwaysStreams, s.handle(s.handleTurnEvents)))
 		r.Method(http.MethodGet, "/threads/{thread_id}/messages", s.handle(s.handleHistory))
-		r.Method(http.MethodPost, "/threads/{thread_id}/messages/{message_id}/regenerate", s.handle(s.handleRegenerate))
-		r.Method(http.MethodPost, "/threads/{thread_id}/elicitations/{elicitation_id}", s.handle(s.handleAnswer))
-		// The frontends' own protocols, over the same turns.
-		r.Method(http.MethodPost, "/ai-sdk/chat", s.handle(s.handleAISDKChat))
-		r.Method(http.MethodGet, "/ai-sdk/chat/{thread_id}/stream", s.handle(s.handleAISDKStream))
-		r.Method(http.MethodPost, "/ag-ui", s.handle(s.handleAGUI))
-		r.Method(http.MethodPost, "/deep-chat", s.handle(s.handleDeepChat))
+		r.Method(http.MethodPost, "/threads/{thread_id}/messages/{message_id}/regenerate", s.limitStreams(wantsStream, s.handle(s.handleRegenerate)))
+		r.Method(http.MethodPost, "/threads/{thread_id}/elicitations/{elicitation_id}", s.limitStreams(wantsStream, s.handle(s.handleAnswer)))
+		// The frontends' own protocols, over the same turns. Every route
+		// that answers with a stream counts it against the principal's
+		// CHATD_MAX_STREAMS (limitStreams).
+		r.Method(http.MethodPost, "/ai-sdk/chat", s.limitStreams(alwaysStreams, s.handle(s.handleAISDKChat)))
+		r.Method(http.MethodGet, "/ai-sdk/chat/{thread_id}/stream", s.limitStreams(alwaysStreams, s.handle(s.handleAISDKStream)))
+		r.Method(http.MethodPost, "/ag-ui", s.limitStreams(alwaysStreams, s.handle(s.handleAGUI)))
+		r.Method(http.MethodPost, "/deep-chat", s.limitStreams(wantsStream, s.handle(s.handleDeepChat)))
 		r.Method(http.MethodGet, "/deep-chat/history", s.handle(s.handleDeepChatHistory))
 	})
 	return r

@@ -88,7 +88,14 @@ type Config struct {
 	// TrustedProxies are the gateways whose X-Forwarded-For names the
 	// client whose failed authentications are counted (see clientAddr);
 	// a request from any other peer is counted against the peer.
-	TrustedProxies []netip.Prefix
+	TrustedProxies []netip.Prefix // MaxStreams caps the streams one principal holds open on this
+	// instance at once: reattach streams and streamed turns of every
+	// protocol alike (429 beyond).
+	MaxStreams int
+	// SSEBufferBytes bounds the encoded events queued for one stream's
+	// client; a client that falls further behind is dropped, its turn
+	// going on without it.
+	SSEBufferBytes int
 }
 
 // DefaultConfig is the API's defaults, those of the CHATD_ variables that
@@ -102,6 +109,8 @@ var DefaultConfig = Config{
 	WriteTimeout:      30 * time.Second,
 	RefusalDelay:      250 * time.Millisecond,
 	MaxHeldRefusals:   1024,
+	MaxStreams:        32,
+	SSEBufferBytes:    1 << 20,
 }
 
 // withDefaults fills unset (zero) fields from DefaultConfig, so a partial
@@ -131,6 +140,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxHeldRefusals <= 0 {
 		c.MaxHeldRefusals = d.MaxHeldRefusals
+	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = d.MaxStreams
+	}
+	if c.SSEBufferBytes <= 0 {
+		c.SSEBufferBytes = d.SSEBufferBytes
 	}
 	return c
 }
@@ -180,7 +195,8 @@ type Server struct {
 	// heldRefusals counts the refusals waiting out RefusalDelay.
 	heldRefusals chan struct{}
 	// tracer starts the requests' spans; nil without tracing.
-	tracer trace.Tracer
+	tracer  trace.Tracer // streams counts each principal's open streams (Config.MaxStreams).
+	streams *streamCounts
 }
 
 // NewServer wires the routes. Missing optional deps get defaults: no auth
@@ -219,6 +235,7 @@ func NewServer(d Deps) *Server {
 	}
 	s.cfg = s.cfg.withDefaults()
 	s.heldRefusals = make(chan struct{}, s.cfg.MaxHeldRefusals)
+	s.streams = newStreamCounts(s.cfg.MaxStreams)
 	s.handler = s.routes()
 	return s
 }

@@ -35,11 +35,6 @@ func acceptable(params string) bool {
 	return true
 }
 
-// sseQueueBytes is how much encoded output may wait for a client. A client
-// that falls this far behind is too slow to follow the turn: its stream is
-// abandoned rather than let the processor wait for it or memory grow.
-const sseQueueBytes = 4 << 20
-
 // sseStream writes Server-Sent Events, each with its turn's event ID, and a
 // comment heartbeat while idle. Events are queued and one writer goroutine owns the
 // connection, so sending never waits on the client: the turn runs at the
@@ -54,8 +49,16 @@ type sseStream struct {
 	// busy (Config.WriteTimeout).
 	writeTimeout time.Duration
 
+	// limit is how many bytes of encoded events may wait for the client
+	// (Config.SSEBufferBytes): a client that falls further behind is too
+	// slow to follow the turn, and its stream is abandoned rather than let
+	// the processor wait for it or memory grow.
+	limit   int
+	metrics *Metrics
+
 	mu      sync.Mutex
 	pending []byte // encoded events not yet taken by the writer
+	writing int    // the bytes of the batch being written
 	spare   []byte // the writer's last batch, reused to spare allocations
 	// abandoned is set when a write failed or the client fell too far
 	// behind: nothing more is written and queued output is discarded.
@@ -76,8 +79,10 @@ func (s *Server) startStream(w http.ResponseWriter) *sseStream {
 	w.WriteHeader(http.StatusOK)
 	st := &sseStream{
 		w: w, rc: http.NewResponseController(w), writeTimeout: s.cfg.WriteTimeout,
+		limit: s.cfg.SSEBufferBytes, metrics: s.metrics,
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
+	s.metrics.streamOpened()
 	go st.run(s.cfg.HeartbeatInterval)
 	return st
 }
@@ -87,11 +92,7 @@ func (s *Server) startStream(w http.ResponseWriter) *sseStream {
 func (st *sseStream) send(id int, event string, data []byte) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.closed || st.abandoned {
-		return
-	}
-	if len(st.pending) >= sseQueueBytes {
-		st.abandonLocked()
+	if st.closed || st.abandoned || !st.roomLocked(len(event)+len(data)+32) {
 		return
 	}
 	b := st.pending
@@ -102,8 +103,7 @@ func (st *sseStream) send(id int, event string, data []byte) {
 	b = append(b, "\ndata: "...)
 	b = append(b, data...)
 	b = append(b, "\n\n"...)
-	st.pending = b
-	st.signal()
+	st.queuedLocked(b)
 }
 
 // sendData queues one event that is only a data line, as the frontend
@@ -111,16 +111,33 @@ func (st *sseStream) send(id int, event string, data []byte) {
 func (st *sseStream) sendData(data []byte) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.closed || st.abandoned {
-		return
-	}
-	if len(st.pending) >= sseQueueBytes {
-		st.abandonLocked()
+	if st.closed || st.abandoned || !st.roomLocked(len(data)+8) {
 		return
 	}
 	b := append(st.pending, "data: "...)
 	b = append(b, data...)
-	st.pending = append(b, "\n\n"...)
+	st.queuedLocked(append(b, "\n\n"...))
+}
+
+// roomLocked reports whether n more bytes may be queued, abandoning the
+// stream when they may not; the caller holds mu. What is queued counts the
+// batch being written: a client that does not read holds it too. One event
+// larger than the whole limit still goes to a client that has nothing
+// queued.
+func (st *sseStream) roomLocked(n int) bool {
+	queued := len(st.pending) + st.writing
+	if queued > 0 && queued+n > st.limit {
+		st.abandonLocked()
+		return false
+	}
+	return true
+}
+
+// queuedLocked makes b, the queue grown by an event, the queue, and wakes
+// the writer; the caller holds mu.
+func (st *sseStream) queuedLocked(b []byte) {
+	st.metrics.queued(len(b) - len(st.pending))
+	st.pending = b
 	st.signal()
 }
 
@@ -137,8 +154,12 @@ func (st *sseStream) signal() {
 // the past fails a write in progress at once, and the end of the response
 // after the handler returns, so the connection is dropped, not reused.
 func (st *sseStream) abandonLocked() {
+	if !st.abandoned {
+		st.metrics.streamDropped()
+	}
 	st.abandoned = true
-	st.pending, st.spare = nil, nil
+	st.metrics.queued(-len(st.pending) - st.writing)
+	st.pending, st.writing, st.spare = nil, 0, nil
 	_ = st.rc.SetWriteDeadline(time.Unix(1, 0))
 	st.signal()
 }
@@ -161,6 +182,7 @@ func (st *sseStream) close() {
 // heartbeat when nothing has been written for every (never if every <= 0).
 func (st *sseStream) run(every time.Duration) {
 	defer close(st.done)
+	defer st.metrics.streamClosed()
 	var idle <-chan time.Time
 	var timer *time.Timer
 	if every > 0 {
@@ -206,11 +228,13 @@ func (st *sseStream) run(every time.Duration) {
 func (st *sseStream) take() (batch []byte, more bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.metrics.queued(-st.writing)
+	st.writing = 0
 	if st.abandoned || len(st.pending) == 0 {
 		return nil, false
 	}
 	batch = st.pending
-	st.pending, st.spare = st.spare[:0], batch
+	st.pending, st.spare, st.writing = st.spare[:0], batch, len(batch)
 	return batch, true
 }
 

@@ -21,12 +21,28 @@ import (
 type Redis struct {
 	client redis.UniversalClient
 	opts   Options
+	// follows waits for turn logs to grow on a client of its own, which
+	// Close closes too when it is not client itself.
+	follows    *logWaiters
+	ownFollows bool
 }
 
 // NewRedis returns a store on client, which it owns from now on: Close closes
-// it. Zero fields of opts take their DefaultOptions values.
+// it. Zero fields of opts take their DefaultOptions values. Followers of turn
+// logs wait on client too; OpenRedis gives them a client of their own.
 func NewRedis(client redis.UniversalClient, opts Options) *Redis {
-	return &Redis{client: client, opts: withDefaults(opts)}
+	return &Redis{client: client, opts: withDefaults(opts), follows: newLogWaiters(client)}
+}
+
+// NewRedisFollowing is NewRedis with a second client, on the same Redis,
+// for the blocking reads of turn logs' followers (see logWaiters): its pool
+// is theirs, so however many clients follow turns, the pool turns renew
+// their leases and commit from is never theirs to hold. The store owns both
+// clients.
+func NewRedisFollowing(client, follow redis.UniversalClient, opts Options) *Redis {
+	r := NewRedis(client, opts)
+	r.follows, r.ownFollows = newLogWaiters(follow), true
+	return r
 }
 
 // OpenRedis connects lazily to the Redis that rawURL names and returns a
@@ -47,12 +63,15 @@ func OpenRedis(rawURL string, opts Options) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: redis url: %s", redactPassword(rawURL, err.Error()))
 	}
+	// The URL parsed once already.
+	follow, _ := newRedisClient(rawURL)
 	if opts.Trace {
 		client.AddHook(traceHook{})
+		follow.AddHook(traceHook{})
 	}
-	r := NewRedis(client, opts)
+	r := NewRedisFollowing(client, follow, opts)
 	if read := readTimeout(client); r.opts.WaitReplicas > 0 && read > 0 && r.opts.WaitTimeout >= read {
-		_ = client.Close()
+		_ = r.Close()
 		return nil, fmt.Errorf("store: the wait timeout (%s) must be below the client's read timeout (%s, the URL's read_timeout)",
 			r.opts.WaitTimeout, read)
 	}
@@ -349,4 +368,10 @@ func (r *Redis) Ping(ctx context.Context) error {
 }
 
 // Close closes the Redis client.
-func (r *Redis) Close() error { return r.client.Close() }
+func (r *Redis) Close() error {
+	err := r.client.Close()
+	if r.ownFollows {
+		err = errors.Join(err, r.follows.client.Close())
+	}
+	return err
+}

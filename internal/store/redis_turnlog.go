@@ -2,13 +2,10 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // AppendTurnEvents adds events to the log of a running turn, in one round
@@ -28,11 +25,17 @@ func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, e
 // TurnEvents returns the events of a turn's log after the one with ID
 // after, oldest first, and whether the log has ended (holds its last
 // event, or was written whole when its turn ended). When there are none yet
-// and the log has not ended it waits up to wait for more (XREAD BLOCK). It
+// and the log has not ended it waits up to wait for more. The wait shares
+// one XREAD BLOCK with the turn's other followers on this instance, on a
+// pool of its own, and hands each what it read; a follower that already
+// has every event that read saw waits without reading the log first. It
 // returns ErrNotFound for a thread principal does not own, ErrTurnNotFound
 // for a log that does not exist, and ErrUnavailable.
 func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
 	key := turnKey(threadID, turnID)
+	if wait > 0 && r.follows.current(key, principal, after) {
+		return r.waitTurnEvents(ctx, threadID, principal, turnID, after, wait)
+	}
 	status, data, err := r.run(ctx, "turn events", turnEventsCall{k: keysFor(threadID), logKey: key,
 		principal: principal, after: after, turnID: turnID, eventsTTL: r.opts.TurnEventsTTL})
 	if err != nil {
@@ -66,17 +69,20 @@ func (r *Redis) TurnEvents(ctx context.Context, threadID, principal, turnID stri
 	if err != nil || len(events) > 0 || ended || wait <= 0 {
 		return events, ended, err
 	}
-	// Wait for the log to grow, then read what is new as above: XREAD only
-	// wakes the reader (a stream entry may hold a batch of events, some of
-	// which the reader already has).
-	err = r.client.XRead(ctx, &redis.XReadArgs{
-		Streams: []string{key, "0-" + strconv.Itoa(after)}, Block: wait, Count: 1,
-	}).Err()
-	if errors.Is(err, redis.Nil) {
-		return nil, false, nil
+	r.follows.checked(key, principal, after)
+	return r.waitTurnEvents(ctx, threadID, principal, turnID, after, wait)
+}
+
+// waitTurnEvents waits, with the turn's other followers on this instance,
+// for the log at key to hold events after after; when none come within
+// wait (or the shared read failed) it reads the log, without waiting, to
+// say why.
+func (r *Redis) waitTurnEvents(ctx context.Context, threadID, principal, turnID string, after int, wait time.Duration) ([]TurnEvent, bool, error) {
+	if events, ok := r.follows.wait(ctx, turnKey(threadID, turnID), after, wait); ok {
+		return events, events[len(events)-1].Last, nil
 	}
-	if err != nil {
-		return nil, false, wrapRedisError("turn events", err)
+	if ctx.Err() != nil {
+		return nil, false, nil
 	}
 	return r.TurnEvents(ctx, threadID, principal, turnID, after, 0)
 }

@@ -12,47 +12,45 @@ import (
 // most one store round trip per flush interval, whatever the processor's
 // pace. What is still buffered when the turn ends rides its commit or
 // release. A recorder that is not enabled logs nothing.
+//
+// A flush is a timer armed by the first event after the last flush, not a
+// goroutine and ticker per turn: an instance holds thousands of streamed
+// turns at once, most of them waiting on their model, and an idle turn then
+// costs no wake-ups at all.
 type recorder struct {
 	e                *Engine
 	threadID, turnID string
+	enabled          bool
 
-	mu  sync.Mutex
-	buf []store.TurnEvent
+	// flushing is held while a batch is written, so stop waits for it.
+	flushing sync.Mutex
 
-	stopCh chan struct{}
-	done   chan struct{}
+	mu      sync.Mutex
+	buf     []store.TurnEvent
+	timer   *time.Timer // the next flush, armed while events wait for one
+	stopped bool
 }
 
 func newRecorder(e *Engine, threadID, turnID string, enabled bool) *recorder {
-	r := &recorder{e: e, threadID: threadID, turnID: turnID}
-	if enabled {
-		r.stopCh, r.done = make(chan struct{}), make(chan struct{})
-		go r.run(e.cfg.FlushEvery)
-	}
-	return r
+	return &recorder{e: e, threadID: threadID, turnID: turnID, enabled: enabled}
 }
 
-// add buffers an event for the next flush.
+// add buffers an event for the next flush, arming one if none is due.
 func (r *recorder) add(ev Event) {
-	if r.stopCh == nil {
+	if !r.enabled {
 		return
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.buf = append(r.buf, ev.record())
-	r.mu.Unlock()
+	r.armLocked()
 }
 
-func (r *recorder) run(every time.Duration) {
-	defer close(r.done)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.stopCh:
-			return
-		case <-tick.C:
-			r.flush()
-		}
+// armLocked schedules a flush unless one is due or the recorder stopped;
+// the caller holds mu.
+func (r *recorder) armLocked() {
+	if r.timer == nil && !r.stopped {
+		r.timer = time.AfterFunc(r.e.cfg.FlushEvery, r.flush)
 	}
 }
 
@@ -60,30 +58,43 @@ func (r *recorder) run(every time.Duration) {
 // front of the buffer, to be written by the next flush or with the turn's
 // last event, so the log never has a gap.
 func (r *recorder) flush() {
+	r.flushing.Lock()
+	defer r.flushing.Unlock()
 	r.mu.Lock()
+	r.timer = nil
 	batch := r.buf
 	r.buf = nil
-	r.mu.Unlock()
-	if len(batch) == 0 {
+	if r.stopped || len(batch) == 0 {
+		r.buf = batch
+		r.mu.Unlock()
 		return
 	}
+	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := r.e.store.AppendTurnEvents(ctx, r.threadID, r.turnID, batch); err != nil {
 		r.e.warnStore("logging turn events", err, "thread_id", r.threadID, "turn_id", r.turnID)
 		r.mu.Lock()
 		r.buf = append(batch, r.buf...)
+		r.armLocked()
 		r.mu.Unlock()
 	}
 }
 
-// stop ends the flushing and returns what was not written yet.
+// stop ends the flushing, waiting for a flush in progress, and returns what
+// was not written yet.
 func (r *recorder) stop() []store.TurnEvent {
-	if r.stopCh == nil {
+	if !r.enabled {
 		return nil
 	}
-	close(r.stopCh)
-	<-r.done
+	r.mu.Lock()
+	r.stopped = true
+	if r.timer != nil && r.timer.Stop() {
+		r.timer = nil
+	}
+	r.mu.Unlock()
+	r.flushing.Lock()
+	defer r.flushing.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rest := r.buf
