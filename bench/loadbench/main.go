@@ -57,7 +57,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.rounds, "rounds", 4, "rounds the compared rows (1–3, 5a/5b, 5c/5d, 6b/6c/6d, 8a/8b) are interleaved in, every other one in reverse order (even: each row measured at every place alike)")
 	fs.IntVar(&cfg.warmup, "warmup", 300, "unmeasured requests before each row")
 	fs.DurationVar(&cfg.rowLimit, "duration", 10*time.Second, "time bound of each measured row")
-	fs.DurationVar(&cfg.total, "timeout", 4*time.Minute+30*time.Second, "time bound of the whole run")
+	fs.DurationVar(&cfg.total, "timeout", 6*time.Minute+30*time.Second, "time bound of the whole run")
 	fs.IntVar(&cfg.bigThread, "big-thread", 10000, "messages in the long thread of row 5")
 	fs.IntVar(&cfg.seedBatch, "seed-batch", 500, "messages per store commit when seeding long threads")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "after the row of -profile-row, run its load again under the CPU profiler and write the profile to this file")
