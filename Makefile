@@ -24,6 +24,7 @@ test:
 # 7 minutes, rows 9a–9c included) and the Go micro-benchmarks. docs/performance.md explains the rows.
 bench:
 	bash scripts/ensure-redis.sh
+	bash scripts/ensure-node-deps.sh
 	go run ./bench/loadbench
 	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api ./internal/processor/agent ./internal/processor/remote
 
