@@ -66,8 +66,8 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&cfg.readHistory, "read-history", false, "rows 1, 2, 4 and 6 use an echo that reads its whole history window (chatd's default, 50), to show what a processor reading history costs")
 	fs.BoolVar(&cfg.turnsOnly, "turns-only", false, "measure only the plain-turn rows (1, 2, 2r, 2p, 3)")
 	fs.BoolVar(&cfg.streamsFull, "streams-full", false, "row 9a steps N through 1,000, 2,500, 5,000 and 10,000 long streams (default: 1,000 and 2,500)")
-	fs.BoolVar(&cfg.streamsOnly, "streams-only", false, "measure only rows 9a–9c")
-	fs.BoolVar(&cfg.noStreams, "no-streams", false, "skip rows 9a–9c (long streamed agent turns)")
+	fs.BoolVar(&cfg.streamsOnly, "streams-only", false, "measure only rows 9a–9d")
+	fs.BoolVar(&cfg.noStreams, "no-streams", false, "skip rows 9a–9d (long streamed agent turns)")
 	fs.StringVar(&cfg.redisBin, "redis-server", "", "redis-server binary (default: from PATH, installed with apt-get when missing and root)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
