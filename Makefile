@@ -21,9 +21,10 @@ test:
 	CHATD_FRONTEND_TESTS=1 go test -race -count=1 -timeout 45m ./...
 
 # The load benchmark (real servers on loopback, its own redis-server; under
-# 5 minutes) and the Go micro-benchmarks. docs/performance.md explains the rows.
+# 7 minutes, rows 9a–9d included) and the Go micro-benchmarks. docs/performance.md explains the rows.
 bench:
 	bash scripts/ensure-redis.sh
+	bash scripts/ensure-node-deps.sh
 	go run ./bench/loadbench
 	go test -run '^$$' -bench . -benchmem ./internal/blocks ./internal/elicit ./internal/api ./internal/processor/agent ./internal/processor/remote
 	go test -run '^$$' -bench BranchedHistory -benchtime 3000x ./internal/store

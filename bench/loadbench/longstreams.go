@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-// Rows 9a–9c: long streamed agent turns, as a model streams them. A fake
+// Rows 9a–9d: long streamed agent turns, as a model streams them. A fake
 // OpenAI-compatible model in this process streams every call for
 // modelChunks × modelEvery, each chunk's text the time it was sent; chatd
 // runs as its own process (built from the tree, on the benchmark's Redis),
@@ -38,7 +38,7 @@ var (
 // streamGoalP99 is row 9a's goal for the added delay.
 const streamGoalP99 = 50 * time.Millisecond
 
-// measureLongStreams is rows 9a–9c.
+// measureLongStreams is rows 9a–9d.
 func (b *bench) measureLongStreams(ctx context.Context) ([]row, error) {
 	if b.cfg.noStreams {
 		return nil, nil
@@ -87,7 +87,11 @@ func (b *bench) measureLongStreams(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("row 9b: %w", err)
 	}
-	return append(rows, r9b), nil
+	r9d, err := b.relayStreams(ctx, model, first)
+	if err != nil {
+		return nil, fmt.Errorf("row 9d: %w", err)
+	}
+	return append(rows, r9b, r9d), nil
 }
 
 // raiseFileLimit raises this process's open-file limit to its hard limit
@@ -640,4 +644,100 @@ func readStreamEvents(r io.Reader, stop func(streamEvent) bool) ([]streamEvent, 
 		}
 	}
 	return evs, delays, sc.Err()
+}
+
+// relayStreams is row 9d: the same n streams as 9a's first step, relayed by
+// a minimal Node server built on Vercel's resumable-stream (relay/, its
+// packages pinned by relay/package-lock.json) on the benchmark's Redis.
+// The ratio is chatd's p99 added delay ÷ the relay's, at the same N.
+func (b *bench) relayStreams(ctx context.Context, model string, chatd *streamStep) (row, error) {
+	n := chatd.n
+	port, err := freePort()
+	if err != nil {
+		return row{}, err
+	}
+	cmd := exec.Command("node", "relay.mjs")
+	cmd.Dir = filepath.Join("bench", "loadbench", "relay")
+	cmd.Env = append(os.Environ(), "REDIS_URL=redis://"+b.redis.Addr(), "MODEL_URL="+model, "PORT="+port)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return row{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return row{}, fmt.Errorf("node relay (run scripts/ensure-node-deps.sh): %w", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+		return row{}, fmt.Errorf("node relay did not start (run scripts/ensure-node-deps.sh): %q %v", line, err)
+	}
+	rssOf := func() float64 {
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+				return kb * 1024
+			}
+		}
+		return 0
+	}
+	c := &client{base: "http://127.0.0.1:" + port, http: streamHTTPClient()}
+	defer c.http.CloseIdleConnections()
+	before := rssOf()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var res loadResult
+	var firstErr error
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/streams/s"+strconv.Itoa(i)+"-"+strconv.FormatInt(start.UnixNano(), 36), nil)
+			if err != nil {
+				return
+			}
+			resp, err := c.http.Do(req)
+			var evs []streamEvent
+			var delays []time.Duration
+			if err == nil {
+				evs, delays, err = readStreamEvents(resp.Body, nil)
+				resp.Body.Close()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.inner = append(res.inner, delays...)
+			if err == nil && len(evs) > 0 && evs[len(evs)-1].name == "done" {
+				res.done++
+			} else if firstErr == nil {
+				firstErr = err
+			}
+		})
+		if i%200 == 199 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	time.Sleep(time.Until(start.Add(modelChunks * modelEvery / 2)))
+	plateau := rssOf()
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	slices.Sort(res.inner)
+	note := ""
+	if firstErr != nil {
+		note = fmt.Sprintf("; first failure: %v", firstErr)
+	}
+	p99 := percentile(res.inner, 99)
+	return row{id: "9d", scenario: fmt.Sprintf("the peer: %d streams relayed by resumable-stream (Node) on the same Redis: %d/%d completed; added delay p50 %.1f ms, p99 %.1f ms; RSS %.1f KiB a stream (chatd %.1f)%s",
+		n, res.done, n, float64(percentile(res.inner, 50))/1e6, float64(p99)/1e6, (plateau-before)/float64(n)/1024,
+		(chatd.plato.rss-chatd.before.rss)/float64(n)/1024, note), res: res, inner: true,
+		ratio: ratio(float64(chatd.p99()), float64(p99)), ratioIs: "chatd's p99 added delay ÷ the relay's, same N (below 1: chatd ahead)"}, nil
+}
+
+// freePort is a free 127.0.0.1 port.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	return port, err
 }

@@ -57,7 +57,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.rounds, "rounds", 4, "rounds the compared rows (1–3, 5a/5b, 5c/5d, 6b/6c/6d, 8a/8b) are interleaved in, every other one in reverse order (even: each row measured at every place alike)")
 	fs.IntVar(&cfg.warmup, "warmup", 300, "unmeasured requests before each row")
 	fs.DurationVar(&cfg.rowLimit, "duration", 10*time.Second, "time bound of each measured row")
-	fs.DurationVar(&cfg.total, "timeout", 4*time.Minute+30*time.Second, "time bound of the whole run")
+	fs.DurationVar(&cfg.total, "timeout", 6*time.Minute+30*time.Second, "time bound of the whole run")
 	fs.IntVar(&cfg.bigThread, "big-thread", 10000, "messages in the long thread of row 5")
 	fs.IntVar(&cfg.seedBatch, "seed-batch", 500, "messages per store commit when seeding long threads")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "after the row of -profile-row, run its load again under the CPU profiler and write the profile to this file")
@@ -66,8 +66,8 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&cfg.readHistory, "read-history", false, "rows 1, 2, 4 and 6 use an echo that reads its whole history window (chatd's default, 50), to show what a processor reading history costs")
 	fs.BoolVar(&cfg.turnsOnly, "turns-only", false, "measure only the plain-turn rows (1, 2, 2r, 2p, 3)")
 	fs.BoolVar(&cfg.streamsFull, "streams-full", false, "row 9a steps N through 1,000, 2,500, 5,000 and 10,000 long streams (default: 1,000 and 2,500)")
-	fs.BoolVar(&cfg.streamsOnly, "streams-only", false, "measure only rows 9a–9c")
-	fs.BoolVar(&cfg.noStreams, "no-streams", false, "skip rows 9a–9c (long streamed agent turns)")
+	fs.BoolVar(&cfg.streamsOnly, "streams-only", false, "measure only rows 9a–9d")
+	fs.BoolVar(&cfg.noStreams, "no-streams", false, "skip rows 9a–9d (long streamed agent turns)")
 	fs.StringVar(&cfg.redisBin, "redis-server", "", "redis-server binary (default: from PATH, installed with apt-get when missing and root)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
