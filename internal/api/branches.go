@@ -23,18 +23,7 @@ type regenerateRequest struct {
 // POST /v1/threads/{thread_id}/messages/{message_id}/regenerate. It answers
 // as a turn does (JSON or SSE, Idempotency-Key, the same 409s).
 func (s *Server) handleRegenerate(w http.ResponseWriter, r *http.Request) error {
-	id, err := threadID(r)
-	if err != nil {
-		return err
-	}
-	idemKey, err := idempotencyKey(r)
-	if err != nil {
-		return err
-	}
-	if _, err := wantsHTML(r); err != nil {
-		return err
-	}
-	lastEventID, err := lastEventID(r)
+	c, err := readTurnCall(r)
 	if err != nil {
 		return err
 	}
@@ -49,29 +38,17 @@ func (s *Server) handleRegenerate(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 	principal, messageID := principalFrom(r.Context()), chi.URLParam(r, "message_id")
-	stream := wantsStream(r)
 	t, err := s.engine.Regenerate(r.Context(), turn.Regenerate{
-		ThreadID: id, Principal: principal, MessageID: messageID,
+		ThreadID: c.threadID, Principal: principal, MessageID: messageID,
 		// The message regenerated is part of the request an
 		// Idempotency-Key stands for.
-		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(append([]byte(messageID+"\n"), body...)),
-		Stream: stream, StopOnDisconnect: req.StopOnDisconnect,
+		IdempotencyKey: c.idemKey, Fingerprint: fingerprintOf(append([]byte(messageID+"\n"), body...)),
+		Stream: c.stream, StopOnDisconnect: req.StopOnDisconnect,
 	})
-	var running *store.RunningError
-	if errors.As(err, &running) && lastEventID >= 0 && stream {
-		ref := turn.Ref{ThreadID: id, Principal: principal, TurnID: running.TurnID}
-		return s.writeTurnSSE(w, r, s.engine.Events(r.Context(), ref, lastEventID))
-	}
 	if errors.Is(err, store.ErrMessageNotFound) {
 		return errorf(http.StatusNotFound, "not_found", "message not found in this thread")
 	}
-	if err != nil {
-		return err
-	}
-	if !stream {
-		return s.writeTurnJSON(w, r, t.Events(r.Context(), -1))
-	}
-	return s.writeTurnSSE(w, r, t.Events(r.Context(), lastEventID))
+	return s.answerTurn(w, r, c, principal, t, err)
 }
 
 // parseParentID reads a turn body's parent_id: absent (nil: the head),

@@ -43,21 +43,11 @@ type turnInput struct {
 
 // handleTurn runs a plain turn: POST /v1/threads/{thread_id}/turns.
 func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
-	id, err := threadID(r)
+	c, err := readTurnCall(r)
 	if err != nil {
 		return err
 	}
-	idemKey, err := idempotencyKey(r)
-	if err != nil {
-		return err
-	}
-	if _, err := wantsHTML(r); err != nil {
-		return err
-	}
-	lastEventID, err := lastEventID(r)
-	if err != nil {
-		return err
-	}
+	id := c.threadID
 	body, err := s.readBody(w, r, false)
 	if err != nil {
 		return err
@@ -70,25 +60,57 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkFileLinks(r.Context(), id, principal, in.message.ContentBlocks, "content_blocks"); err != nil {
 		return err
 	}
-	stream := wantsStream(r)
 	t, err := s.engine.Begin(r.Context(), turn.Plain{
 		ThreadID: id, Principal: principal, Message: in.message,
-		IdempotencyKey: idemKey, Fingerprint: fingerprintOf(body), Stream: stream,
+		IdempotencyKey: c.idemKey, Fingerprint: fingerprintOf(body), Stream: c.stream,
 		StopOnDisconnect: in.stopOnDisconnect, CancelPending: in.cancelPending, Parent: in.parent,
 	})
+	return s.answerTurn(w, r, c, principal, t, err)
+}
+
+// turnCall is what the URL and headers of a request that runs a turn (a
+// turn, a regenerate) say.
+type turnCall struct {
+	threadID, idemKey string
+	lastEventID       int // -1 without Last-Event-ID
+	stream            bool
+}
+
+func readTurnCall(r *http.Request) (turnCall, error) {
+	id, err := threadID(r)
+	if err != nil {
+		return turnCall{}, err
+	}
+	idemKey, err := idempotencyKey(r)
+	if err != nil {
+		return turnCall{}, err
+	}
+	if _, err := wantsHTML(r); err != nil {
+		return turnCall{}, err
+	}
+	after, err := lastEventID(r)
+	if err != nil {
+		return turnCall{}, err
+	}
+	return turnCall{threadID: id, idemKey: idemKey, lastEventID: after, stream: wantsStream(r)}, nil
+}
+
+// answerTurn writes the turn begun for c (err from its begin), as JSON or
+// SSE; a broken stream's retry that finds its turn still running follows
+// that turn instead.
+func (s *Server) answerTurn(w http.ResponseWriter, r *http.Request, c turnCall, principal string, t *turn.Turn, err error) error {
 	var running *store.RunningError
-	if errors.As(err, &running) && lastEventID >= 0 && stream {
-		// A retry of a stream that broke: pick the same turn up again.
-		ref := turn.Ref{ThreadID: id, Principal: principal, TurnID: running.TurnID}
-		return s.writeTurnSSE(w, r, s.engine.Events(r.Context(), ref, lastEventID))
+	if errors.As(err, &running) && c.lastEventID >= 0 && c.stream {
+		ref := turn.Ref{ThreadID: c.threadID, Principal: principal, TurnID: running.TurnID}
+		return s.writeTurnSSE(w, r, s.engine.Events(r.Context(), ref, c.lastEventID))
 	}
 	if err != nil {
 		return err
 	}
-	if !stream {
+	if !c.stream {
 		return s.writeTurnJSON(w, r, t.Events(r.Context(), -1))
 	}
-	return s.writeTurnSSE(w, r, t.Events(r.Context(), lastEventID))
+	return s.writeTurnSSE(w, r, t.Events(r.Context(), c.lastEventID))
 }
 
 // parseTurnRequest validates a turn body into the user's message and what
