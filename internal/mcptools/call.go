@@ -196,7 +196,9 @@ func (s *Server) start(ctx context.Context, name string, args json.RawMessage, r
 		propagation.TraceContext{}.Inject(cctx, metaCarrier(params.Meta))
 	}
 	c.relaunch = func() {
-		if s.cap.taskRequired(name) {
+		// 2026-07-28 moved tasks to an extension chatd does not declare:
+		// there a tool is called plainly, whatever it lists.
+		if s.cap.taskRequired(name) && !usesRequestMeta(x.cs) {
 			go c.runTask(cctx, params)
 			return
 		}
@@ -628,6 +630,11 @@ func (s *Server) result(o outcome) (agent.ToolResult, *toolState, error) {
 	var r rawResult
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return agent.ToolResult{}, nil, fmt.Errorf("the server's result is not a CallToolResult: %w", err)
+	}
+	if r.ResultType == "task" {
+		// The 2026-07-28 tasks extension, which chatd does not declare, so
+		// a server must not answer with one.
+		return agent.ToolResult{}, nil, errors.New("the server answered with a task, which chatd did not ask for (the tasks extension is not supported)")
 	}
 	if r.ResultType == "input_required" || (o.res != nil && o.res.NeedsInput()) {
 		st := toolState{Kind: kindInputRequired, RequestState: r.RequestState,

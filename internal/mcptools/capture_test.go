@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 
 	"chatd/internal/processor/agent"
@@ -136,5 +137,15 @@ func TestReadEventsJoinsDataLines(t *testing.T) {
 	}
 	if err := readEvents(bytes.NewReader([]byte("data: y\n\n")), func([]byte) bool { return false }); err == nil {
 		t.Fatal("a stream that ends without the answer is an error")
+	}
+}
+
+// TestTaskResultRefused: a 2026-07-28 task handle (the tasks extension,
+// which chatd does not declare) fails the call with a clear error rather
+// than passing for an empty result.
+func TestTaskResultRefused(t *testing.T) {
+	_, next, err := (&Server{}).result(outcome{raw: json.RawMessage(`{"resultType":"task","task":{"taskId":"t1","status":"working"}}`)})
+	if err == nil || next != nil || !strings.Contains(err.Error(), "the server answered with a task") {
+		t.Fatalf("got %v, %v", next, err)
 	}
 }
