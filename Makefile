@@ -48,6 +48,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzFormats$$' -fuzztime $(FUZZTIME) ./internal/elicit
 	go test -run '^$$' -fuzz '^FuzzDecodeStored$$' -fuzztime $(FUZZTIME) ./internal/elicit
 	go test -run '^$$' -fuzz '^FuzzCaptureSSE$$' -fuzztime $(FUZZTIME) ./internal/mcptools
+	go test -run '^$$' -fuzz '^FuzzReadEvents$$' -fuzztime $(FUZZTIME) ./internal/mcptools
 	go test -run '^$$' -fuzz '^FuzzProgress$$' -fuzztime $(FUZZTIME) ./internal/mcptools
 	go test -run '^$$' -fuzz '^FuzzParseTurnRequest$$' -fuzztime $(FUZZTIME) ./internal/api
 	go test -run '^$$' -fuzz '^FuzzThreadPatch$$' -fuzztime $(FUZZTIME) ./internal/api

@@ -196,7 +196,9 @@ func (s *Server) start(ctx context.Context, name string, args json.RawMessage, r
 		propagation.TraceContext{}.Inject(cctx, metaCarrier(params.Meta))
 	}
 	c.relaunch = func() {
-		if x.raw != nil && s.cap.taskRequired(name) {
+		// 2026-07-28 moved tasks to an extension chatd does not declare:
+		// there a tool is called plainly, whatever it lists.
+		if s.cap.taskRequired(name) && !usesRequestMeta(x.cs) {
 			go c.runTask(cctx, params)
 			return
 		}
@@ -629,6 +631,11 @@ func (s *Server) result(o outcome) (agent.ToolResult, *toolState, error) {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return agent.ToolResult{}, nil, fmt.Errorf("the server's result is not a CallToolResult: %w", err)
 	}
+	if r.ResultType == "task" {
+		// The 2026-07-28 tasks extension, which chatd does not declare, so
+		// a server must not answer with one.
+		return agent.ToolResult{}, nil, errors.New("the server answered with a task, which chatd did not ask for (the tasks extension is not supported)")
+	}
 	if r.ResultType == "input_required" || (o.res != nil && o.res.NeedsInput()) {
 		st := toolState{Kind: kindInputRequired, RequestState: r.RequestState,
 			Questions: map[string]json.RawMessage{}, Responses: map[string]json.RawMessage{}}
@@ -667,40 +674,47 @@ func (s *Server) result(o outcome) (agent.ToolResult, *toolState, error) {
 // call). An invalid or URL-mode question is declined at once; a valid one
 // waits for the user's answer.
 func (s *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	decline := &mcp.ElicitResult{Action: string(elicit.Decline)}
 	s.mu.Lock()
 	var c *call
 	if x := s.bySess[req.Session]; x != nil {
 		c = x.current
 	}
 	s.mu.Unlock()
-	if c == nil {
-		return decline, nil // not inside a call of chatd's: nobody to ask
+	return s.askInCall(ctx, c, req.Params)
+}
+
+// askInCall asks the user a question the server sent inside call c (nil
+// when it is no call of chatd's: nobody to ask) and returns their answer;
+// a question chatd cannot show is declined at once.
+func (s *Server) askInCall(ctx context.Context, c *call, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	decline := &mcp.ElicitResult{Action: string(elicit.Decline)}
+	if c == nil || params == nil {
+		return decline, nil
 	}
-	p := map[string]any{"message": req.Params.Message}
-	if req.Params.RequestedSchema != nil {
-		p["requestedSchema"] = req.Params.RequestedSchema
+	p := map[string]any{"message": params.Message}
+	if params.RequestedSchema != nil {
+		p["requestedSchema"] = params.RequestedSchema
 	}
-	if req.Params.Mode != "" {
-		p["mode"] = req.Params.Mode
+	if params.Mode != "" {
+		p["mode"] = params.Mode
 	}
-	if req.Params.URL != "" || req.Params.ElicitationID != "" {
-		p["url"], p["elicitationId"] = req.Params.URL, req.Params.ElicitationID
+	if params.URL != "" || params.ElicitationID != "" {
+		p["url"], p["elicitationId"] = params.URL, params.ElicitationID
 	}
-	if len(req.Params.Meta) > 0 {
-		p["_meta"] = req.Params.Meta
+	if len(params.Meta) > 0 {
+		p["_meta"] = params.Meta
 	}
 	data, err := json.Marshal(p)
 	if err != nil {
 		return decline, nil
 	}
-	params, err := checkQuestion(data)
+	checked, err := checkQuestion(data)
 	if err != nil {
 		s.m.opts.Logger.Info("mcp elicitation declined", "mcp_server", s.cfg.Name, "error", err.Error())
 		return decline, nil
 	}
-	r, _ := askedRequest(params)
-	a := &ask{request: r, params: params, answer: make(chan *mcp.ElicitResult, 1)}
+	r, _ := askedRequest(checked)
+	a := &ask{request: r, params: checked, answer: make(chan *mcp.ElicitResult, 1)}
 	select {
 	case c.asks <- a:
 	case <-ctx.Done():

@@ -298,7 +298,8 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // captureRoundTripper adds the configured headers to every request and
 // keeps the raw result of the tools/call a POST carries from its response
-// (JSON or an SSE stream).
+// (JSON or an SSE stream), and the taskSupport of the tools a tools/list
+// result lists. With no cap it only adds headers.
 type captureRoundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
@@ -311,8 +312,8 @@ func (rt *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 		req.Header.Set(k, v)
 	}
 	propagation.TraceContext{}.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
-	token := ""
-	if req.Method == http.MethodPost && req.Body != nil {
+	var keep func(json.RawMessage) // what to do with the response's result
+	if rt.cap != nil && req.Method == http.MethodPost && req.Body != nil {
 		body, err := io.ReadAll(req.Body)
 		_ = req.Body.Close()
 		if err != nil {
@@ -322,29 +323,41 @@ func (rt *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
 			if r, ok := msg.(*jsonrpc.Request); ok {
-				token = callToken(r)
+				keep = rt.keeper(r)
 			}
 		}
 	}
 	resp, err := rt.base.RoundTrip(req)
-	if err != nil || token == "" {
+	if err != nil || keep == nil {
 		return resp, err
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	resp.Body = &captureBody{ReadCloser: resp.Body, token: token, cap: rt.cap, sse: mt == "text/event-stream"}
+	resp.Body = &captureBody{ReadCloser: resp.Body, keep: keep, cap: rt.cap, sse: mt == "text/event-stream"}
 	return resp, nil
+}
+
+// keeper returns what to do with the result of req, or nil when chatd
+// keeps nothing of it.
+func (rt *captureRoundTripper) keeper(req *jsonrpc.Request) func(json.RawMessage) {
+	if token := callToken(req); token != "" {
+		return func(result json.RawMessage) { rt.cap.put(token, result) }
+	}
+	if req.Method == "tools/list" && req.ID.IsValid() {
+		return rt.cap.listed
+	}
+	return nil
 }
 
 // captureBody reads along with go-sdk and records the first JSON-RPC
 // response with a result it sees.
 type captureBody struct {
 	io.ReadCloser
-	token string
-	cap   *capture
-	sse   bool
-	buf   []byte // unread partial line (SSE) or the whole body (JSON)
-	data  []byte // the current SSE event's data
-	done  bool
+	keep func(json.RawMessage)
+	cap  *capture
+	sse  bool
+	buf  []byte // unread partial line (SSE) or the whole body (JSON)
+	data []byte // the current SSE event's data
+	done bool
 }
 
 func (b *captureBody) Read(p []byte) (int, error) {
@@ -398,7 +411,7 @@ func (b *captureBody) message(data []byte) {
 		return
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Result != nil {
-		b.cap.put(b.token, resp.Result)
+		b.keep(resp.Result)
 		b.done = true
 		b.buf, b.data = nil, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 
 	"chatd/internal/processor/agent"
@@ -18,7 +19,7 @@ func FuzzCaptureSSE(f *testing.F) {
 	f.Add([]byte("data: not json\n\n: comment\n\ndata:"), uint8(3))
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
 		c := newCapture()
-		b := &captureBody{ReadCloser: io.NopCloser(&pieces{data: stream, n: int(chunk%16) + 1}), token: "t", cap: c, sse: true}
+		b := &captureBody{ReadCloser: io.NopCloser(&pieces{data: stream, n: int(chunk%16) + 1}), keep: func(r json.RawMessage) { c.put("t", r) }, cap: c, sse: true}
 		got, err := io.ReadAll(b)
 		if err != nil || !bytes.Equal(got, stream) {
 			t.Fatalf("the reader's bytes changed: %v", err)
@@ -34,7 +35,7 @@ func TestCaptureSSEFindsTheResult(t *testing.T) {
 		"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"a\",\"annotations\":{\"priority\":0}}]}}\n\n"
 	for n := 1; n <= len(stream); n += 7 {
 		c := newCapture()
-		b := &captureBody{ReadCloser: io.NopCloser(&pieces{data: []byte(stream), n: n}), token: "t", cap: c, sse: true}
+		b := &captureBody{ReadCloser: io.NopCloser(&pieces{data: []byte(stream), n: n}), keep: func(r json.RawMessage) { c.put("t", r) }, cap: c, sse: true}
 		_, _ = io.ReadAll(b)
 		raw, ok := c.take("t")
 		if !ok || string(raw) != `{"content":[{"type":"text","text":"a","annotations":{"priority":0}}]}` {
@@ -106,5 +107,45 @@ func TestProgressForOtherTokensIgnored(t *testing.T) {
 	want := agent.ToolStatus{Progress: "9007199254740993", Total: "1e400", Message: "m"}
 	if len(got) != 1 || got[0] != want {
 		t.Fatalf("want %v, got %v", want, got)
+	}
+}
+
+// FuzzReadEvents feeds a server's SSE response to chatd's own requests'
+// reader: it must never panic, and it hands on only what was sent.
+func FuzzReadEvents(f *testing.F) {
+	f.Add([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
+	f.Add([]byte("data: {\"a\":\r\ndata: 1}\r\n\r\ndata: tail"))
+	f.Add([]byte(": comment\n\n\n"))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		_ = readEvents(bytes.NewReader(stream), func(data []byte) bool {
+			if len(data) > len(stream) {
+				t.Fatalf("an event of %d bytes from a stream of %d", len(data), len(stream))
+			}
+			return false
+		})
+	})
+}
+
+func TestReadEventsJoinsDataLines(t *testing.T) {
+	var got []string
+	err := readEvents(bytes.NewReader([]byte("data: {\"a\":\r\ndata: 1}\r\n\r\ndata: x\n\n")), func(data []byte) bool {
+		got = append(got, string(data))
+		return string(data) == "x"
+	})
+	if err != nil || len(got) != 2 || got[0] != "{\"a\":\n1}" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if err := readEvents(bytes.NewReader([]byte("data: y\n\n")), func([]byte) bool { return false }); err == nil {
+		t.Fatal("a stream that ends without the answer is an error")
+	}
+}
+
+// TestTaskResultRefused: a 2026-07-28 task handle (the tasks extension,
+// which chatd does not declare) fails the call with a clear error rather
+// than passing for an empty result.
+func TestTaskResultRefused(t *testing.T) {
+	_, next, err := (&Server{}).result(outcome{raw: json.RawMessage(`{"resultType":"task","task":{"taskId":"t1","status":"working"}}`)})
+	if err == nil || next != nil || !strings.Contains(err.Error(), "the server answered with a task") {
+		t.Fatalf("got %v, %v", next, err)
 	}
 }

@@ -25,10 +25,12 @@
 //
 // # Tasks
 //
-// A tool whose execution.taskSupport is "required" runs as an MCP task over
-// stdio (task.go): chatd writes tools/call with a task, tasks/get,
-// tasks/result and tasks/cancel on the session's connection itself, as
-// go-sdk has none of them, and reports each status change as the call's.
+// A tool whose execution.taskSupport is "required" runs as an MCP task
+// (task.go): chatd sends tools/call with a task, tasks/get, tasks/result
+// and tasks/cancel itself, as go-sdk has none of them, and reports each
+// status change as the call's. One flow serves both transports; only the
+// sending differs (taskSender): the session's connection over stdio, POSTs
+// of chatd's own on the session over streamable HTTP (httptask.go).
 //
 // # Questions from the server
 //

@@ -164,7 +164,7 @@ type Server struct {
 // session is one MCP session; while busy it serves one call.
 type session struct {
 	cs      *mcp.ClientSession
-	raw     *captureConn // the connection, for requests go-sdk lacks (stdio only)
+	tasks   taskSender // sends the task requests go-sdk lacks
 	busy    bool
 	closed  bool
 	current *call
@@ -232,6 +232,7 @@ func stdioEnv(cfg agent.MCPServer) []string {
 func (s *Server) connect(ctx context.Context) (*session, error) {
 	var t mcp.Transport
 	var stdio *captureTransport
+	var httpBase *http.Client
 	switch s.cfg.Transport {
 	case agent.TransportStdio:
 		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
@@ -246,6 +247,9 @@ func (s *Server) connect(ctx context.Context) (*session, error) {
 		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: &http.Client{
 			Transport: &captureRoundTripper{base: base, headers: s.cfg.Headers, cap: s.cap},
 		}}
+		// chatd's own requests read their responses themselves: nothing
+		// of theirs is captured.
+		httpBase = &http.Client{Transport: &captureRoundTripper{base: base, headers: s.cfg.Headers}}
 	default:
 		return nil, fmt.Errorf("mcp server %s: unknown transport %q", s.cfg.Name, s.cfg.Transport)
 	}
@@ -257,7 +261,9 @@ func (s *Server) connect(ctx context.Context) (*session, error) {
 	}
 	x := &session{cs: cs}
 	if stdio != nil {
-		x.raw = stdio.conn
+		x.tasks = stdio.conn
+	} else {
+		x.tasks = &httpSender{s: s, x: x, client: httpBase}
 	}
 	s.mu.Lock()
 	s.sessions = append(s.sessions, x)
@@ -375,10 +381,6 @@ func (s *Server) Tools(ctx context.Context) ([]agent.Tool, error) {
 			continue
 		}
 		def, err := s.definition(t)
-		task := s.cap.taskRequired(t.Name)
-		if err == nil && task && x.raw == nil {
-			err = errors.New("the tool must run as a task, which chatd calls over stdio only")
-		}
 		if err != nil {
 			// One odd tool should not take the others away.
 			s.m.opts.Logger.Warn("mcp tool left out", "mcp_server", s.cfg.Name, "tool", t.Name, "error", err.Error())

@@ -19,7 +19,16 @@ import (
 // called at once, and the server sends its elicitation/create while it is
 // open, which reaches the user like any question inside a call. A stop or
 // the turn timeout cancels the task with tasks/cancel. go-sdk knows none of
-// these requests, so they are written on the session's connection (stdio).
+// these requests, so chatd sends them itself through a taskSender: on the
+// session's connection over stdio, as POSTs of its own on the session over
+// streamable HTTP (httpSender).
+
+// taskSender sends a request go-sdk does not know on a session and returns
+// its result. What the server sends meanwhile (progress, questions) reaches
+// the call in flight on the session.
+type taskSender interface {
+	call(ctx context.Context, method string, params any) (json.RawMessage, error)
+}
 
 // task is a task's state as tasks/get and CreateTaskResult carry it.
 type task struct {
@@ -51,7 +60,7 @@ func (c *call) runTask(ctx context.Context, params *mcp.CallToolParams) {
 }
 
 func (c *call) driveTask(ctx context.Context, params *mcp.CallToolParams) (json.RawMessage, error) {
-	conn := c.x.raw
+	conn := c.x.tasks
 	created, err := conn.call(ctx, "tools/call", map[string]any{
 		"name": params.Name, "arguments": params.Arguments, "task": map[string]any{}, "_meta": params.Meta})
 	if err != nil {
@@ -113,7 +122,7 @@ func (c *call) noteStatus(t task) {
 func (c *call) cancelTask(id string, why error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := c.x.raw.call(ctx, "tasks/cancel", map[string]any{"taskId": id}); err != nil {
+	if _, err := c.x.tasks.call(ctx, "tasks/cancel", map[string]any{"taskId": id}); err != nil {
 		c.s.m.opts.Logger.Info("mcp tasks/cancel failed", "mcp_server", c.s.cfg.Name, "error", err.Error())
 	}
 	return why

@@ -1,12 +1,20 @@
 package agent_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +39,83 @@ func recordedServer(tb testing.TB) (agent.MCPServer, func() string) {
 		data, _ := os.ReadFile(log)
 		return string(data)
 	}
+}
+
+// loopbackListen makes the node server it is run before listen on a port
+// of the loopback interface the system picks, and say which on stderr.
+const loopbackListen = `
+const net = require("net");
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (port, ...rest) {
+  if (typeof port !== "number" && typeof port !== "string") return listen.call(this, port, ...rest);
+  this.once("listening", () => console.error("chatd-test listening at " + this.address().port));
+  return listen.call(this, 0, "127.0.0.1", ...rest.filter((a) => typeof a === "function"));
+};
+import(process.argv[1]);`
+
+// recordedHTTPServer is the reference server over streamable HTTP on a
+// loopback port, behind a proxy that copies every request body chatd sends
+// it, so a test can see them.
+func recordedHTTPServer(tb testing.TB) (agent.MCPServer, func() string) {
+	tb.Helper()
+	everything := everythingServer(tb)
+	cmd := exec.Command(everything.Command, "-e", loopbackListen, everything.Args[0], "streamableHttp")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(tb, err)
+	require.NoError(tb, cmd.Start())
+	tb.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	port := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if p, ok := strings.CutPrefix(sc.Text(), "chatd-test listening at "); ok {
+				port <- p
+			}
+		}
+	}()
+	var target *url.URL
+	select {
+	case p := <-port:
+		target, err = url.Parse("http://127.0.0.1:" + p)
+		require.NoError(tb, err)
+	case <-time.After(time.Minute):
+		tb.Fatal("the reference server did not start listening")
+	}
+	var mu sync.Mutex
+	var log strings.Builder
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1 // SSE: every event as it comes
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			body, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			log.Write(body)
+			log.WriteByte('\n')
+			mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	tb.Cleanup(front.Close)
+	srv := agent.MCPServer{Name: "everything", Transport: agent.TransportStreamableHTTP, URL: front.URL + "/mcp"}
+	return srv, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return log.String()
+	}
+}
+
+// taskServers are the reference server over each transport chatd calls
+// tasks on.
+var taskServers = []struct {
+	name  string
+	start func(testing.TB) (agent.MCPServer, func() string)
+}{
+	{"stdio", recordedServer},
+	{"streamable-http", recordedHTTPServer},
 }
 
 // taskStatuses returns the task statuses a streamed turn's status items
@@ -64,7 +149,13 @@ func taskStatuses(tb testing.TB, c *chatd, thread, text string) ([]string, []sse
 // for input is answered on another instance; a stop and the turn timeout
 // cancel it (tasks/cancel).
 func TestMCPReferenceServerTasks(t *testing.T) {
-	everything, requests := recordedServer(t)
+	for _, srv := range taskServers {
+		t.Run(srv.name, func(t *testing.T) { testReferenceServerTasks(t, srv.start) })
+	}
+}
+
+func testReferenceServerTasks(t *testing.T, start func(testing.TB) (agent.MCPServer, func() string)) {
+	everything, requests := start(t)
 	redisSrv := redistest.Start(t)
 	m := newFakeModel(t)
 	stA, stB := openRedisStore(t, redisSrv), openRedisStore(t, redisSrv)
@@ -121,7 +212,13 @@ func TestMCPReferenceServerTasks(t *testing.T) {
 // TestMCPTaskTimeout: a task that outlasts the turn is cancelled when the
 // turn times out.
 func TestMCPTaskTimeout(t *testing.T) {
-	everything, requests := recordedServer(t)
+	for _, srv := range taskServers {
+		t.Run(srv.name, func(t *testing.T) { testTaskTimeout(t, srv.start) })
+	}
+}
+
+func testTaskTimeout(t *testing.T, start func(testing.TB) (agent.MCPServer, func() string)) {
+	everything, requests := start(t)
 	m := newFakeModel(t, toolReply("", call{"call_1", "everything__simulate-research-query", `{"topic":"slow"}`}))
 	st := store.NewMemory(testStoreOpts)
 	t.Cleanup(func() { _ = st.Close() })
