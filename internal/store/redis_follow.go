@@ -220,15 +220,9 @@ func streamEvents(streams []redis.XStream, after int) ([]TurnEvent, error) {
 	for _, st := range streams {
 		for _, m := range st.Messages {
 			records, _ := m.Values["r"].(string)
-			events, err := parseLog(records)
-			if err != nil {
+			var err error
+			if out, err = appendEventsAfter(out, records, &after); err != nil {
 				return nil, err
-			}
-			for _, e := range events {
-				if e.ID > after {
-					out = append(out, e)
-					after = e.ID
-				}
 			}
 		}
 	}

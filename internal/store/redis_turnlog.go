@@ -94,15 +94,25 @@ func eventsFromReply(data []any, after int) ([]TurnEvent, error) {
 	var out []TurnEvent
 	for _, d := range data {
 		s, _ := replyString(d)
-		events, err := parseLog(s)
-		if err != nil {
+		var err error
+		if out, err = appendEventsAfter(out, s, &after); err != nil {
 			return nil, err
 		}
-		for _, e := range events {
-			if e.ID > after {
-				out = append(out, e)
-				after = e.ID
-			}
+	}
+	return out, nil
+}
+
+// appendEventsAfter appends to out the events of records whose IDs pass
+// *after, moving *after on to the last appended.
+func appendEventsAfter(out []TurnEvent, records string, after *int) ([]TurnEvent, error) {
+	events, err := parseLog(records)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range events {
+		if e.ID > *after {
+			out = append(out, e)
+			*after = e.ID
 		}
 	}
 	return out, nil
