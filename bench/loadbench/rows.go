@@ -420,12 +420,13 @@ func historyPage(ctx context.Context, c *client, threadID string, limit int) err
 
 // seedThread creates a thread holding n alternating user and assistant
 // messages, committed straight through the store in batches (each under
-// the turn lock, as a turn would), and returns the size of their JSON.
+// the turn lock, as a turn would), and returns the size of their JSON as
+// stored and read back, parent_id included.
 func seedThread(ctx context.Context, st api.Store, id string, n, batch int) (int, error) {
 	if err := st.CreateThread(ctx, store.Thread{ID: id, Owner: api.AnonymousPrincipal, Processor: "echo"}); err != nil {
 		return 0, err
 	}
-	size := 0
+	size, prev := 0, ""
 	for done := 0; done < n; {
 		k := min(batch, n-done)
 		start, err := st.BeginTurn(ctx, store.BeginTurn{ThreadID: id, Principal: api.AnonymousPrincipal, LockTTL: time.Minute})
@@ -439,6 +440,9 @@ func seedThread(ctx context.Context, st api.Store, id string, n, batch int) (int
 				role = blocks.RoleAssistant
 			}
 			msgs[i] = blocks.NewMessage(role, turnText, nil, nil)
+			// The store keeps each message with its parent (the one
+			// before it on this one branch), and so does its JSON.
+			msgs[i].ParentID, prev = prev, msgs[i].ID
 			enc, err := json.Marshal(msgs[i])
 			if err != nil {
 				return 0, err
