@@ -317,9 +317,11 @@ type queuedDelta struct {
 	data  []byte
 }
 
-// deltaBatch is a streamed turn's first allocation for its queue: most
-// turns' deltas fit, however fast the processor emits them.
-const deltaBatch = 32
+// deltaBatch is a streamed turn's first allocation for its queue. The
+// queue and its spare live as long as the turn; a model streaming a few
+// chunks a second has one queued at a time, and a processor emitting
+// faster than its consumer drains grows the queue to what it needs, once.
+const deltaBatch = 4
 
 func (q *deltaQueue) push(ev Event) {
 	q.mu.Lock()
