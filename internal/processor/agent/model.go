@@ -268,8 +268,10 @@ func (m chatModel) open(ctx context.Context, system []byte, conv []message, tool
 	err := m.client.Post(ctx, "chat/completions", json.RawMessage(m.request(system, conv, tools)), &raw)
 	var events ssestream.Decoder
 	if err == nil {
-		if events = ssestream.NewDecoder(raw); events == nil {
+		if raw == nil || raw.Body == nil {
 			err = errors.New("the model answered with no body")
+		} else {
+			events = newSSEDecoder(raw.Body)
 		}
 	}
 	if err != nil {
