@@ -55,6 +55,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzParseFile$$' -fuzztime $(FUZZTIME) ./internal/processor/agent
 	go test -run '^$$' -fuzz '^FuzzToolArguments$$' -fuzztime $(FUZZTIME) ./internal/processor/agent
 	go test -run '^$$' -fuzz '^FuzzChunks$$' -fuzztime $(FUZZTIME) ./internal/processor/agent
+	go test -run '^$$' -fuzz '^FuzzSSEDecoder$$' -fuzztime $(FUZZTIME) ./internal/processor/agent
 	go test -run '^$$' -fuzz '^FuzzNDJSON$$' -fuzztime $(FUZZTIME) ./internal/processor/remote
 	go test -run '^$$' -fuzz '^FuzzPlainDelta$$' -fuzztime $(FUZZTIME) ./internal/processor/remote
 	go test -run '^$$' -fuzz '^FuzzJSONDepth$$' -fuzztime $(FUZZTIME) ./internal/api

@@ -25,13 +25,16 @@ type Redis struct {
 	// Close closes too when it is not client itself.
 	follows    *logWaiters
 	ownFollows bool
+	// holds is this store on the client that keeps running turns' hold on
+	// their threads (see NewRedisClients); itself when there is none.
+	holds *Redis
 }
 
 // NewRedis returns a store on client, which it owns from now on: Close closes
 // it. Zero fields of opts take their DefaultOptions values. Followers of turn
 // logs wait on client too; OpenRedis gives them a client of their own.
 func NewRedis(client redis.UniversalClient, opts Options) *Redis {
-	return &Redis{client: client, opts: withDefaults(opts), follows: newLogWaiters(client)}
+	return NewRedisClients(RedisClients{Main: client}, opts)
 }
 
 // NewRedisFollowing is NewRedis with a second client, on the same Redis,
@@ -40,8 +43,41 @@ func NewRedis(client redis.UniversalClient, opts Options) *Redis {
 // their leases and commit from is never theirs to hold. The store owns both
 // clients.
 func NewRedisFollowing(client, follow redis.UniversalClient, opts Options) *Redis {
-	r := NewRedis(client, opts)
-	r.follows, r.ownFollows = newLogWaiters(follow), true
+	return NewRedisClients(RedisClients{Main: client, Follow: follow}, opts)
+}
+
+// RedisClients are the clients, all on the same Redis, a store spreads its
+// work over, each with a pool of its own.
+type RedisClients struct {
+	// Main serves everything the others do not.
+	Main redis.UniversalClient
+	// Follow serves the blocking reads of turn logs' followers (see
+	// logWaiters); nil means Main.
+	Follow redis.UniversalClient
+	// Hold serves what keeps a running turn's hold on its thread: its lease
+	// renewals, and the commit or release that ends it; nil means Main.
+	// Thousands of streamed turns append to their logs on Main's pool, a
+	// few times a second each, and a renewal queued behind their appends
+	// can be late enough for the lease to lapse; on a pool of their own,
+	// renewals wait only for each other, a few a turn.
+	Hold redis.UniversalClient
+}
+
+// NewRedisClients returns a store on c, which it owns from now on: Close
+// closes every client of it. Zero fields of opts take their DefaultOptions
+// values.
+func NewRedisClients(c RedisClients, opts Options) *Redis {
+	r := &Redis{client: c.Main, opts: withDefaults(opts), follows: newLogWaiters(c.Main)}
+	if c.Follow != nil {
+		r.follows, r.ownFollows = newLogWaiters(c.Follow), true
+	}
+	r.holds = r
+	if c.Hold != nil {
+		holds := *r
+		holds.client, holds.ownFollows = c.Hold, false
+		holds.holds = &holds
+		r.holds = &holds
+	}
 	return r
 }
 
@@ -65,11 +101,13 @@ func OpenRedis(rawURL string, opts Options) (*Redis, error) {
 	}
 	// The URL parsed once already.
 	follow, _ := newRedisClient(rawURL)
+	hold, _ := newRedisClient(rawURL)
 	if opts.Trace {
-		client.AddHook(traceHook{})
-		follow.AddHook(traceHook{})
+		for _, c := range []redis.UniversalClient{client, follow, hold} {
+			c.AddHook(traceHook{})
+		}
 	}
-	r := NewRedisFollowing(client, follow, opts)
+	r := NewRedisClients(RedisClients{Main: client, Follow: follow, Hold: hold}, opts)
 	if read := readTimeout(client); r.opts.WaitReplicas > 0 && read > 0 && r.opts.WaitTimeout >= read {
 		_ = r.Close()
 		return nil, fmt.Errorf("store: the wait timeout (%s) must be below the client's read timeout (%s, the URL's read_timeout)",
@@ -367,11 +405,14 @@ func (r *Redis) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the Redis client.
+// Close closes the store's Redis clients.
 func (r *Redis) Close() error {
 	err := r.client.Close()
 	if r.ownFollows {
 		err = errors.Join(err, r.follows.client.Close())
+	}
+	if r.holds != r {
+		err = errors.Join(err, r.holds.client.Close())
 	}
 	return err
 }

@@ -137,7 +137,7 @@ func (r *Redis) CommitTurn(ctx context.Context, c Commit) error {
 	if c.Owner != "" {
 		index = r.touchIndex(c.Owner, c.ThreadID, call.updated, true)
 	}
-	status, _, err := r.runWrite(ctx, "commit turn", call, index)
+	status, _, err := r.holds.runWrite(ctx, "commit turn", call, index)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (r *Redis) Release(ctx context.Context, rel ReleaseTurn) error {
 	if rel.TurnID != "" {
 		call.eventsTTL = r.opts.TurnEventsTTL
 	}
-	status, _, err := r.run(ctx, "release", call)
+	status, _, err := r.holds.run(ctx, "release", call)
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func (r *Redis) RenewLock(ctx context.Context, threadID, lockToken, turnID strin
 	if err := checkLockTTL(ttl); err != nil {
 		return err
 	}
-	status, _, err := r.run(ctx, "renew lock", renewLockCall{k: keysFor(threadID), logKey: turnKey(threadID, turnID),
+	status, _, err := r.holds.run(ctx, "renew lock", renewLockCall{k: keysFor(threadID), logKey: turnKey(threadID, turnID),
 		token: lockToken, lease: ttl, eventsTTL: r.opts.TurnEventsTTL})
 	if err != nil {
 		return err

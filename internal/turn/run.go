@@ -108,9 +108,10 @@ func (t *Turn) run(ctx context.Context) {
 	}
 	out.send(t.first)
 
-	// The lease is renewed while the processor runs; if it is lost, the
-	// processor is stopped, since its commit would be refused anyway.
-	leaseCtx, lost := t.keepLease(ctx)
+	// The lease is renewed until the turn's outcome is written; if it is
+	// lost, the processor is stopped, since its commit would be refused
+	// anyway.
+	leaseCtx, lease := t.keepLease(ctx)
 	rec := newRecorder(e, thread.ID, t.ref.TurnID, t.stream)
 	seq.last = 1
 	if t.stream {
@@ -118,13 +119,16 @@ func (t *Turn) run(ctx context.Context) {
 	}
 	emit := t.emitter(rec)
 
-	output, err := t.invoke(leaseCtx, emit, deltas, out)
+	procCtx, endProc := context.WithCancel(leaseCtx)
+	output, err := t.invoke(procCtx, emit, deltas, out)
+	// A processor abandoned at its timeout is told to end now, not when
+	// the lease ends.
+	endProc()
 	if err == nil && output.Usage != nil {
 		output.Meta = withMeta(output.Meta, blocks.MetaUsage, usageMeta(*output.Usage))
 		e.countTokens(thread.Processor, *output.Usage)
 	}
 	stopped := t.stopper.settle()
-	leaseErr := lost()
 	// Closed before the streamed text is read: a processor still running
 	// past a stop's grace can add nothing that the kept text lacks.
 	id := seq.close()
@@ -133,7 +137,8 @@ func (t *Turn) run(ctx context.Context) {
 		t.stopped = true
 	}
 	deltas.drain(out)
-	last := t.finish(ctx, output, err, leaseErr, id, rec.stop())
+	last := t.finish(ctx, output, err, lease, id, rec.stop())
+	lease.stop()
 	endSpan(span, last)
 	out.send(last)
 }
@@ -215,10 +220,10 @@ func stoppedOutput(out processor.Output, err error, streamed string) processor.O
 
 // finish commits a turn whose processor has answered, or ends it failed,
 // and returns its last event.
-func (t *Turn) finish(ctx context.Context, output processor.Output, err, leaseErr error, id int, logged []store.TurnEvent) Event {
+func (t *Turn) finish(ctx context.Context, output processor.Output, err error, lease *lease, id int, logged []store.TurnEvent) Event {
 	e := t.e
 	proc := t.begun.Thread.Processor
-	if leaseErr != nil {
+	if leaseErr := lease.lost(); leaseErr != nil {
 		// Another turn may hold the thread now: nothing is written, and the
 		// client hears it as the store's failure (503), not the processor's.
 		e.obs.TurnEnded(proc, StatusFailed)
@@ -317,9 +322,11 @@ type queuedDelta struct {
 	data  []byte
 }
 
-// deltaBatch is a streamed turn's first allocation for its queue: most
-// turns' deltas fit, however fast the processor emits them.
-const deltaBatch = 32
+// deltaBatch is a streamed turn's first allocation for its queue. The
+// queue and its spare live as long as the turn; a model streaming a few
+// chunks a second has one queued at a time, and a processor emitting
+// faster than its consumer drains grows the queue to what it needs, once.
+const deltaBatch = 4
 
 func (q *deltaQueue) push(ev Event) {
 	q.mu.Lock()

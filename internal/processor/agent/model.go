@@ -115,10 +115,19 @@ func (m chatModel) request(system []byte, conv []message, tools json.RawMessage)
 // one after it open a new connection (a TLS handshake, for a hosted model).
 const maxIdleConns = 64
 
+// connBuffer is the size of each of the read and write buffers a model
+// connection keeps for its life (the transport's default is 4 KiB each).
+// A connection is held by one turn while its model streams, so with
+// thousands of streams open these buffers are much of what a stream costs;
+// the request is written once, mostly past the buffer, and a streamed
+// answer arrives in chunks of a few hundred bytes.
+const connBuffer = 1 << 10
+
 func defaultHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = maxIdleConns
 	t.MaxIdleConnsPerHost = maxIdleConns
+	t.ReadBufferSize, t.WriteBufferSize = connBuffer, connBuffer
 	// No client timeout: a streamed answer lasts as long as it lasts, and
 	// the turn's context bounds it.
 	return &http.Client{Transport: t}
@@ -259,8 +268,10 @@ func (m chatModel) open(ctx context.Context, system []byte, conv []message, tool
 	err := m.client.Post(ctx, "chat/completions", json.RawMessage(m.request(system, conv, tools)), &raw)
 	var events ssestream.Decoder
 	if err == nil {
-		if events = ssestream.NewDecoder(raw); events == nil {
+		if raw == nil || raw.Body == nil {
 			err = errors.New("the model answered with no body")
+		} else {
+			events = newSSEDecoder(raw.Body)
 		}
 	}
 	if err != nil {
