@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,14 +67,37 @@ func mustInterpreter(tb testing.TB, ex example) string {
 	return ""
 }
 
+// freePort returns a loopback port that is free now, for an example to
+// bind after this returns. It is taken below the kernel's ephemeral range
+// (32768 and up by default), so no other process's bind to port 0 or
+// outgoing connection takes it in between — on a busy machine one did, and
+// an example then failed to bind while the readiness check reached the
+// other process. Ports handed out are never handed out again.
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(tb, ln.Close())
-	return port
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		if portsTaken[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		require.NoError(tb, ln.Close())
+		portsTaken[port] = true
+		return port
+	}
+	tb.Fatal("no free loopback port in 20000–31999")
+	return 0
 }
+
+var (
+	portsMu    sync.Mutex
+	portsTaken = map[int]bool{}
+)
 
 // startExample starts the example processor on a free loopback port,
 // stopped when tb ends, and returns its URL once it accepts connections.
@@ -98,6 +123,11 @@ func startExample(tb testing.TB, ex example) string {
 		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
 			_ = conn.Close()
+			select {
+			case err := <-exited:
+				tb.Fatalf("%s exited (%v), yet %s accepted a connection: another process holds the port\n%s", ex.name, err, addr, logs.String())
+			default:
+			}
 			return "http://" + addr + "/"
 		}
 		select {
