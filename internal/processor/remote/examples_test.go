@@ -111,8 +111,11 @@ func startExample(tb testing.TB, ex example) string {
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	require.NoError(tb, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed once the process has ended, with waitErr set: a
+	// channel read once would leave the cleanup's wait blocked.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	tb.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -124,15 +127,15 @@ func startExample(tb testing.TB, ex example) string {
 		if err == nil {
 			_ = conn.Close()
 			select {
-			case err := <-exited:
-				tb.Fatalf("%s exited (%v), yet %s accepted a connection: another process holds the port\n%s", ex.name, err, addr, logs.String())
+			case <-exited:
+				tb.Fatalf("%s exited (%v), yet %s accepted a connection: another process holds the port\n%s", ex.name, waitErr, addr, logs.String())
 			default:
 			}
 			return "http://" + addr + "/"
 		}
 		select {
-		case err := <-exited:
-			tb.Fatalf("%s exited before it listened: %v\n%s", ex.name, err, logs.String())
+		case <-exited:
+			tb.Fatalf("%s exited before it listened: %v\n%s", ex.name, waitErr, logs.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
