@@ -147,10 +147,10 @@ func (p *fileParser) errorf(n *yaml.Node, field, format string, args ...any) {
 
 // fields calls fn for each key of a mapping with its value and path,
 // reporting duplicate keys and a node that is not a mapping.
-func (p *fileParser) fields(n *yaml.Node, field string, fn func(key string, v *yaml.Node, field string) bool) {
+func (p *fileParser) fields(n *yaml.Node, field string, fn func(key string, v *yaml.Node, field string) bool) map[string]bool {
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, field, "want a mapping of fields, got %s", kind(n))
-		return
+		return nil
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -166,6 +166,21 @@ func (p *fileParser) fields(n *yaml.Node, field string, fn func(key string, v *y
 		seen[k.Value] = true
 		if !fn(k.Value, v, sub) {
 			p.errorf(k, sub, "unknown field")
+		}
+	}
+	return seen
+}
+
+// object reads the fields of mapping n as fields does, then reports each
+// name of required that n lacks.
+func (p *fileParser) object(n *yaml.Node, field string, required []string, fn func(key string, v *yaml.Node, field string) bool) {
+	seen := p.fields(n, field, fn)
+	if seen == nil {
+		return
+	}
+	for _, name := range required {
+		if !seen[name] {
+			p.errorf(n, field+"."+name, "required")
 		}
 	}
 }
@@ -260,18 +275,9 @@ func (p *fileParser) list(n *yaml.Node, field string, fn func(item *yaml.Node, f
 
 func (p *fileParser) agent(n *yaml.Node, field string) FileAgent {
 	a := FileAgent{Line: n.Line, Config: Config{MaxSteps: DefaultMaxSteps, HistoryWindow: DefaultHistoryWindow, AskUser: true}}
-	set := map[string]bool{}
-	p.fields(n, field, func(key string, v *yaml.Node, field string) bool {
-		set[key] = true
+	p.object(n, field, []string{"name", "base_url", "model"}, func(key string, v *yaml.Node, field string) bool {
 		return p.agentField(&a, key, v, field)
 	})
-	if n.Kind == yaml.MappingNode {
-		for _, name := range []string{"name", "base_url", "model"} {
-			if !set[name] {
-				p.errorf(n, field+"."+name, "required")
-			}
-		}
-	}
 	return a
 }
 

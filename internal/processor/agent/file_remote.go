@@ -22,18 +22,9 @@ type FileRemote struct {
 
 func (p *fileParser) remote(n *yaml.Node, field string) FileRemote {
 	r := FileRemote{Line: n.Line}
-	set := map[string]bool{}
-	p.fields(n, field, func(key string, v *yaml.Node, field string) bool {
-		set[key] = true
+	p.object(n, field, []string{"name", "url"}, func(key string, v *yaml.Node, field string) bool {
 		return p.remoteField(&r, key, v, field)
 	})
-	if n.Kind == yaml.MappingNode {
-		for _, name := range []string{"name", "url"} {
-			if !set[name] {
-				p.errorf(n, field+"."+name, "required")
-			}
-		}
-	}
 	return r
 }
 
