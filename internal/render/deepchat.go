@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
 	"chatd/internal/blocks"
+	"chatd/internal/elicit"
 )
 
 // Question is a paused turn's elicitation as a deep-chat message shows it:
@@ -19,9 +21,15 @@ type Question struct {
 	// Schema is the elicitation's requestedSchema.
 	Schema json.RawMessage
 	// Buttons, when set, are the titles of the answers the question can be
-	// given with one click (a confirm, or a single choice); the form then
-	// shows them as suggestion buttons instead of its fields.
+	// given with one click (a confirm, a single choice, a page's Done and
+	// Cancel); the form then shows them as suggestion buttons instead of
+	// its fields.
 	Buttons []string
+	// URL is the page a URL-mode question sends the user to. The form then
+	// shows it as a consent card: the whole URL with its host in bold,
+	// opened only by the user's click, in a new tab without opener or
+	// referrer; or, for a URL elicit.CheckURL refuses, no link at all.
+	URL string
 }
 
 // DeepChat renders a message for the deep-chat web component: Message's
@@ -48,7 +56,10 @@ func (r *Renderer) DeepChat(m blocks.Message, q *Question) (string, error) {
 	}
 	if q != nil {
 		qv := questionView{ID: q.ID, Message: q.Message, Buttons: q.Buttons}
-		if len(q.Buttons) == 0 {
+		switch {
+		case q.URL != "":
+			qv.Consent = consent(q.URL)
+		case len(q.Buttons) == 0:
 			qv.Fields = fieldViews(q.Schema)
 		}
 		v.Question = &qv
@@ -65,6 +76,31 @@ type questionView struct {
 	ID, Message string
 	Fields      []fieldView
 	Buttons     []string
+	Consent     *consentView
+}
+
+// consentView is a URL-mode question's page as its card shows it. Href is
+// empty for a URL the card must not link to; Scheme, Host and Rest split
+// the URL as written so that its host can be emphasised.
+type consentView struct {
+	Href, Scheme, Host, Rest string
+}
+
+func consent(pageURL string) *consentView {
+	if elicit.CheckURL(pageURL) != nil {
+		return &consentView{}
+	}
+	v := &consentView{Href: pageURL, Rest: pageURL}
+	u, err := url.Parse(pageURL)
+	if err != nil {
+		return v
+	}
+	// CheckURL passed: the URL is scheme://host..., without userinfo.
+	n := len(u.Scheme) + len("://")
+	if len(pageURL) >= n && strings.HasPrefix(pageURL[n:], u.Host) {
+		v.Scheme, v.Host, v.Rest = pageURL[:n], u.Host, pageURL[n+len(u.Host):]
+	}
+	return v
 }
 
 // fieldView is one property of a requested schema as a form control. Kind

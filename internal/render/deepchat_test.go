@@ -22,6 +22,8 @@ var deepChatAttrs = map[string]map[string]bool{
 	"select": {"name": true, "required": true, "multiple": true},
 	"option": {"value": true, "selected": true},
 	"output": {"class": true},
+	"a":      {"href": true, "rel": true, "target": true},
+	"strong": {"class": true},
 }
 
 func assertDeepChatSafe(tb testing.TB, s string) {
@@ -43,7 +45,9 @@ func TestDeepChatXSSCorpus(t *testing.T) {
 			// The message's text is the question's too, and its title.
 			q := &Question{ID: e.Message, Message: e.Message, Buttons: []string{e.Message},
 				Schema: json.RawMessage(`{"type":"object","properties":{` + mustQuote(t, e.Message) + `:{"type":"string","title":` + mustQuote(t, e.Message) + `,"default":` + mustQuote(t, e.Message) + `}}}`)}
-			for _, q := range []*Question{nil, q, {ID: q.ID, Message: q.Message, Schema: q.Schema}} {
+			// As a URL-mode question's page, too: https://<text>.
+			page := &Question{ID: q.ID, Message: q.Message, URL: "https://" + e.Message, Buttons: []string{"Done", e.Message}}
+			for _, q := range []*Question{nil, q, {ID: q.ID, Message: q.Message, Schema: q.Schema}, page} {
 				got, err := r.DeepChat(m, q)
 				require.NoError(t, err)
 				assertDeepChatSafe(t, got)
@@ -86,6 +90,31 @@ func TestDeepChatForm(t *testing.T) {
 	// Fields keep the schema's order.
 	assert.Less(t, strings.Index(got, `name="title"`), strings.Index(got, `name="ok"`))
 	assert.Less(t, strings.Index(got, `name="room"`), strings.Index(got, `name="tags"`))
+}
+
+// TestDeepChatConsent: a URL-mode question is a card with the whole URL
+// as written, its host in bold, a link that opens a new tab without opener
+// or referrer, and its one-click answers; a URL chatd does not link to is
+// not a link at all.
+func TestDeepChatConsent(t *testing.T) {
+	r := newTestRenderer(t)
+	m := blocks.NewMessage(blocks.RoleAssistant, "Pay", nil, nil)
+	page := `https://bank.example:8443/pay?order=7&amount=12.50#now`
+	got, err := r.DeepChat(m, &Question{ID: "e1", Message: "Pay for the order", URL: page, Buttons: []string{"Done", "Cancel"}})
+	require.NoError(t, err)
+	assertDeepChatSafe(t, got)
+	assert.Contains(t, got, `<a href="https://bank.example:8443/pay?order=7&amp;amount=12.50#now" target="_blank" rel="noopener noreferrer">`+
+		`https://<strong class="chatd-consent-host">bank.example:8443</strong>/pay?order=7&amp;amount=12.50#now</a>`)
+	assert.Contains(t, got, `<button class="deep-chat-button deep-chat-suggestion-button" type="button">Done</button><button class="deep-chat-button deep-chat-suggestion-button" type="button">Cancel</button>`)
+	assert.NotContains(t, got, "chatd-submit", "no form fields, no Send")
+
+	for _, bad := range []string{"javascript:alert(1)", "http://bank.example/pay", "https://user:pw@bank.example/", "data:text/html,<b>x</b>"} {
+		got, err := r.DeepChat(m, &Question{ID: "e1", Message: "Pay", URL: bad, Buttons: []string{"Cancel"}})
+		require.NoError(t, err)
+		assertDeepChatSafe(t, got)
+		assert.NotContains(t, got, "<a ", bad)
+		assert.Contains(t, got, "This page cannot be shown here.", bad)
+	}
 }
 
 // TestDeepChatPlainMessage: a message of text alone, rendered without the

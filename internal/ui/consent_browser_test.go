@@ -105,3 +105,48 @@ func TestURLConsentCard(t *testing.T) {
 	assert.Equal(t, int64(1), fetched.Load(), "only the click fetched the page")
 	tab.checkQuiet(t)
 }
+
+// TestDeepChatURLConsent: in deep-chat, a URL-mode question is a card
+// with the whole URL, its host in bold, that the browser does not fetch
+// until the user clicks it (a new tab, without opener or referrer); its
+// Done button answers accept with one click.
+func TestDeepChatURLConsent(t *testing.T) {
+	var requests, fetched atomic.Int64
+	bank := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if r.URL.Path == "/pay" {
+			fetched.Add(1)
+		}
+		_, _ = w.Write([]byte("<!doctype html><title>Bank</title>Paid."))
+	}))
+	t.Cleanup(bank.Close)
+	pageURL := bank.URL + "/pay?order=7&amount=12.50"
+	gate := make(chan struct{})
+	close(gate) // no waiting between the status items
+	s := newDeepChatSite(t, func(_ *api.Deps, _ *turn.Config, procs map[string]processor.Processor) {
+		procs["visiting"] = visiting{page: pageURL, gate: gate}
+	})
+	thread := s.newThread(t, "visiting")
+	s.open(t, thread)
+	s.send(t, "Buy it", `chatd-consent-url`)
+
+	link := inChat(`[...root.querySelectorAll("form.chatd-question .chatd-consent-url a")].at(-1)`)
+	assert.Equal(t, pageURL, eval[string](t, s.tab, link+`.href`))
+	assert.Equal(t, pageURL, eval[string](t, s.tab, link+`.textContent`), "the whole URL is shown")
+	assert.Equal(t, bank.Listener.Addr().String(), eval[string](t, s.tab, link+`.querySelector("strong").textContent`), "its host in bold")
+	assert.Equal(t, "_blank", eval[string](t, s.tab, link+`.target`))
+	assert.Equal(t, "noopener noreferrer", eval[string](t, s.tab, link+`.rel`))
+	assert.Zero(t, requests.Load(), "nothing of the other origin is fetched before the click")
+	require.True(t, s.pending(t, thread))
+
+	s.tab.do(t, chromedp.Evaluate[chromedp.Void](link+`.click()`))
+	require.Eventually(t, func() bool { return fetched.Load() == 1 }, time.Minute, 20*time.Millisecond, "the click opens the page")
+	require.True(t, s.pending(t, thread), "opening the page answers nothing")
+
+	n := s.aiCount(t)
+	s.tab.do(t, chromedp.Evaluate[chromedp.Void](inChat(`[...root.querySelectorAll("form.chatd-question button.deep-chat-suggestion-button")].findLast((b) => b.textContent === "Done").click()`)))
+	s.waitAI(t, n, "Paid: accept")
+	assert.False(t, s.pending(t, thread), "Done answered the question")
+	assert.Equal(t, int64(1), fetched.Load(), "only the click fetched the page")
+	s.checkOrigins(t)
+}

@@ -71,7 +71,7 @@ type deepChatSite struct {
 	requests []string
 }
 
-func newDeepChatSite(tb testing.TB) *deepChatSite {
+func newDeepChatSite(tb testing.TB, opts ...chatdOption) *deepChatSite {
 	tb.Helper()
 	bundle := deepChatBundle(tb)
 	var chatdURL string
@@ -89,10 +89,10 @@ func newDeepChatSite(tb testing.TB) *deepChatSite {
 	}))
 	tb.Cleanup(site.Close)
 	chatd := newTestChatd(tb, api.HeaderAuth{Header: "X-Chatd-Principal"}, 5*time.Millisecond,
-		func(d *api.Deps, _ *turn.Config, _ map[string]processor.Processor) {
+		append([]chatdOption{func(d *api.Deps, _ *turn.Config, _ map[string]processor.Processor) {
 			d.Config.CORSOrigins = []string{site.URL}
 			d.Config.PrincipalHeader = "X-Chatd-Principal"
-		})
+		}}, opts...)...)
 	chatdURL = chatd.URL
 	s := &deepChatSite{chatd: chatd, site: site, tab: newTab(tb, site)}
 	_, err := chromedp.Call(s.tab.ctx, network.Enable, network.EnableParams{})

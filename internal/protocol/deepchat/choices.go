@@ -16,14 +16,23 @@ type Choice struct {
 }
 
 // Choices lists a question's one-click answers: Yes (accept) and No
-// (decline) for a confirm, one per option for a single-choice question (one
-// required single-select property, titled by its oneOf title or enumNames
-// entry, else the value); none for any other question. params is the
+// (decline) for a confirm; Done (accept: the user visited the page) and
+// Cancel for a URL-mode question, only Cancel when its URL is not one chatd
+// links to; one per option for a single-choice question (one required
+// single-select property, titled by its oneOf title or enumNames entry,
+// else the value); none for any other question. params is the
 // elicitation's params.
 func Choices(params json.RawMessage) []Choice {
 	e, ok := protocol.ReadElicitation(params)
 	if !ok {
 		return nil
+	}
+	if e.URL != "" {
+		cancel := Choice{Title: "Cancel", Result: elicit.Result{Action: elicit.Cancel}}
+		if elicit.CheckURL(e.URL) != nil {
+			return []Choice{cancel}
+		}
+		return []Choice{{Title: "Done", Result: elicit.Result{Action: elicit.Accept}}, cancel}
 	}
 	if e.Confirmation {
 		return []Choice{
@@ -64,7 +73,7 @@ func Question(params json.RawMessage) *render.Question {
 	if !ok {
 		return nil
 	}
-	q := &render.Question{ID: e.ID, Message: e.Message, Schema: e.Schema}
+	q := &render.Question{ID: e.ID, Message: e.Message, Schema: e.Schema, URL: e.URL}
 	for _, c := range Choices(params) {
 		q.Buttons = append(q.Buttons, c.Title)
 	}

@@ -57,6 +57,14 @@ func TestChoices(t *testing.T) {
 	assert.Nil(t, Choices(params(`{"type":"object","properties":{"r":{"type":"string"}},"required":["r"]}`)), "free text")
 	assert.Nil(t, Choices(params(`{"type":"object","properties":{"r":{"type":"string","enum":["a"]},"s":{"type":"boolean"}},"required":["r"]}`)), "two fields")
 	assert.Nil(t, Choices(nil))
+
+	page := Choices(json.RawMessage(`{"mode":"url","message":"Sign in","url":"https://example.com/login","elicitationId":"s1","_meta":{"drupal.org/ai.elicitation_id":"e1"}}`))
+	assert.Equal(t, []string{"Done", "Cancel"}, titles(page))
+	assert.Equal(t, elicit.Result{Action: elicit.Accept}, page[0].Result, "accept with no content: the user visited the page")
+	assert.Equal(t, elicit.Result{Action: elicit.Cancel}, page[1].Result)
+	// A URL chatd does not link to can only be cancelled (a stored
+	// question was checked when asked; this guards what a store returns).
+	assert.Equal(t, []string{"Cancel"}, titles(Choices(json.RawMessage(`{"mode":"url","message":"x","url":"javascript:alert(1)","_meta":{"drupal.org/ai.elicitation_id":"e1"}}`))))
 }
 
 func FuzzDecodeJSON(f *testing.F) {
