@@ -28,6 +28,8 @@ type Redis struct {
 	// holds is this store on the client that keeps running turns' hold on
 	// their threads (see NewRedisClients); itself when there is none.
 	holds *Redis
+	// appends sends turn-log appends of all turns in shared pipelines.
+	appends *appendBatcher
 }
 
 // NewRedis returns a store on client, which it owns from now on: Close closes
@@ -67,7 +69,7 @@ type RedisClients struct {
 // closes every client of it. Zero fields of opts take their DefaultOptions
 // values.
 func NewRedisClients(c RedisClients, opts Options) *Redis {
-	r := &Redis{client: c.Main, opts: withDefaults(opts), follows: newLogWaiters(c.Main)}
+	r := &Redis{client: c.Main, opts: withDefaults(opts), follows: newLogWaiters(c.Main), appends: newAppendBatcher(c.Main)}
 	if c.Follow != nil {
 		r.follows, r.ownFollows = newLogWaiters(c.Follow), true
 	}

@@ -9,17 +9,11 @@ import (
 )
 
 // AppendTurnEvents adds events to the log of a running turn, in one round
-// trip. A log that has expired takes nothing and is not an error.
+// trip that the appends of other turns on this instance may share
+// (appendBatcher). A log that has expired takes nothing and is not an error.
 func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, events []TurnEvent) error {
-	status, _, err := r.run(ctx, "append turn events", appendEventsCall{k: keysFor(threadID), logKey: turnKey(threadID, turnID),
+	return r.appends.append(ctx, appendEventsCall{k: keysFor(threadID), logKey: turnKey(threadID, turnID),
 		turnID: turnID, eventsTTL: r.opts.TurnEventsTTL, log: newLogBatch(TurnEvent{}, events)})
-	if err != nil {
-		return err
-	}
-	if status != "OK" {
-		return unexpectedStatus("append turn events", status)
-	}
-	return nil
 }
 
 // TurnEvents returns the events of a turn's log after the one with ID
