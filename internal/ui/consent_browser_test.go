@@ -51,13 +51,12 @@ func (v visiting) Process(ctx context.Context, in processor.Input, emit processo
 	return processor.Output{Text: "Pay for the order", Pause: &processor.Pause{Request: req, State: []byte(`{}`)}}, nil
 }
 
-// TestURLConsentCard: a running tool's progress is a bar in the status
-// line; a URL-mode question is a card with the whole URL, its host in bold,
-// that the browser does not fetch until the user clicks it (in a new tab,
-// without opener or referrer); Done answers accept.
-func TestURLConsentCard(t *testing.T) {
-	var requests, fetched atomic.Int64 // any request; of the page itself
-	bank := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// newBank serves a page on a loopback origin of its own, counting the
+// requests it gets (any, and of the page itself); pageURL is the page.
+func newBank(t *testing.T) (bank *httptest.Server, pageURL string, requests, fetched *atomic.Int64) {
+	t.Helper()
+	requests, fetched = new(atomic.Int64), new(atomic.Int64)
+	bank = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
 		if r.URL.Path == "/pay" {
 			fetched.Add(1)
@@ -65,7 +64,15 @@ func TestURLConsentCard(t *testing.T) {
 		_, _ = w.Write([]byte("<!doctype html><title>Bank</title>Paid."))
 	}))
 	t.Cleanup(bank.Close)
-	pageURL := bank.URL + "/pay?order=7&amount=12.50"
+	return bank, bank.URL + "/pay?order=7&amount=12.50", requests, fetched
+}
+
+// TestURLConsentCard: a running tool's progress is a bar in the status
+// line; a URL-mode question is a card with the whole URL, its host in bold,
+// that the browser does not fetch until the user clicks it (in a new tab,
+// without opener or referrer); Done answers accept.
+func TestURLConsentCard(t *testing.T) {
+	bank, pageURL, requests, fetched := newBank(t)
 	gate := make(chan struct{})
 	srv := newTestChatd(t, nil, 0, func(_ *api.Deps, _ *turn.Config, procs map[string]processor.Processor) {
 		procs["visiting"] = visiting{page: pageURL, gate: gate}
@@ -111,16 +118,7 @@ func TestURLConsentCard(t *testing.T) {
 // until the user clicks it (a new tab, without opener or referrer); its
 // Done button answers accept with one click.
 func TestDeepChatURLConsent(t *testing.T) {
-	var requests, fetched atomic.Int64
-	bank := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		if r.URL.Path == "/pay" {
-			fetched.Add(1)
-		}
-		_, _ = w.Write([]byte("<!doctype html><title>Bank</title>Paid."))
-	}))
-	t.Cleanup(bank.Close)
-	pageURL := bank.URL + "/pay?order=7&amount=12.50"
+	bank, pageURL, requests, fetched := newBank(t)
 	gate := make(chan struct{})
 	close(gate) // no waiting between the status items
 	s := newDeepChatSite(t, func(_ *api.Deps, _ *turn.Config, procs map[string]processor.Processor) {
