@@ -20,12 +20,14 @@ import (
 // taskHTTPServer is a 2025-11-25 streamable HTTP server written on raw
 // JSON-RPC (go-sdk has no tasks) with one task-only tool, answering
 // tasks/get as bad says: "" a task working then completed, "http" an HTTP
-// 500, "error" a JSON-RPC error, "garbage" a result that is no task.
+// 500, "error" a JSON-RPC error, "garbage" a result that is no task. With
+// creating set, tools/call says so on it and answers once it is closed.
 type taskHTTPServer struct {
-	bad     string
-	mu      sync.Mutex
-	methods []string
-	gets    int
+	bad      string
+	creating chan chan struct{}
+	mu       sync.Mutex
+	methods  []string
+	gets     int
 }
 
 func (s *taskHTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -61,6 +63,11 @@ func (s *taskHTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		result = map[string]any{"tools": []any{map[string]any{"name": "job", "inputSchema": map[string]any{"type": "object"},
 			"execution": map[string]any{"taskSupport": "required"}}}}
 	case "tools/call":
+		if s.creating != nil {
+			release := make(chan struct{})
+			s.creating <- release
+			<-release
+		}
 		result = map[string]any{"task": map[string]any{"taskId": "t1", "status": "working", "pollInterval": 50}}
 	case "tasks/get":
 		s.mu.Lock()
@@ -166,5 +173,30 @@ func TestHTTPTaskCancelled(t *testing.T) {
 			}
 		}
 		return false
+	}, 10*time.Second, 10*time.Millisecond, "tasks/cancel is sent: %v", srv.sent())
+}
+
+// TestHTTPTaskCancelledWhileCreated: a stop that comes while the server is
+// still creating the task ends the call at once, and the task is cancelled
+// when its ID arrives.
+func TestHTTPTaskCancelledWhileCreated(t *testing.T) {
+	srv := &taskHTTPServer{creating: make(chan chan struct{})}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	m := newTestManager(t, []agent.MCPServer{{Name: "srv", Transport: agent.TransportStreamableHTTP, URL: hs.URL}}, mcptools.Options{})
+	tool := mustTools(t, m.Server("srv"))["srv__job"]
+	ctx, cancel := context.WithCancel(context.Background())
+	var release chan struct{}
+	go func() {
+		release = <-srv.creating
+		cancel()
+	}()
+	_, err := tool.Call(ctx, agent.ToolCall{ID: "c1", Name: "srv__job", Arguments: json.RawMessage(`{}`)})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotContains(t, srv.sent(), "tasks/cancel", "no task ID is known yet")
+	close(release)
+	require.Eventually(t, func() bool {
+		sent := srv.sent()
+		return len(sent) > 0 && sent[len(sent)-1] == "tasks/cancel"
 	}, 10*time.Second, 10*time.Millisecond, "tasks/cancel is sent: %v", srv.sent())
 }

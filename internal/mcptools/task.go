@@ -61,19 +61,15 @@ func (c *call) runTask(ctx context.Context, params *mcp.CallToolParams) {
 
 func (c *call) driveTask(ctx context.Context, params *mcp.CallToolParams) (json.RawMessage, error) {
 	conn := c.x.tasks
-	created, err := conn.call(ctx, "tools/call", map[string]any{
-		"name": params.Name, "arguments": params.Arguments, "task": map[string]any{}, "_meta": params.Meta})
+	created, err := c.createTask(ctx, params)
 	if err != nil {
 		return nil, err
 	}
-	var r struct {
-		Task *task `json:"task"`
-	}
-	if err := json.Unmarshal(created, &r); err != nil || r.Task == nil || r.Task.TaskID == "" {
+	t, ok := createdTask(created)
+	if !ok {
 		// The server ran the tool at once after all: this is its result.
 		return created, nil
 	}
-	t := *r.Task
 	c.noteStatus(t)
 	for {
 		switch t.Status {
@@ -110,6 +106,51 @@ func (c *call) driveTask(ctx context.Context, params *mcp.CallToolParams) (json.
 		next.TaskID = t.TaskID
 		t = next
 	}
+}
+
+// createWait bounds the task-creating tools/call once the call's own
+// context has ended.
+const createWait = 30 * time.Second
+
+// createTask sends the tools/call that creates the task. A stop that comes
+// while it is on its way must still cancel the task the server is
+// creating, so the request outlives ctx: the call returns at once, and the
+// task, when its ID arrives, is cancelled.
+func (c *call) createTask(ctx context.Context, params *mcp.CallToolParams) (json.RawMessage, error) {
+	type answer struct {
+		raw json.RawMessage
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createWait)
+		defer cancel()
+		raw, err := c.x.tasks.call(rctx, "tools/call", map[string]any{
+			"name": params.Name, "arguments": params.Arguments, "task": map[string]any{}, "_meta": params.Meta})
+		answered <- answer{raw, err}
+	}()
+	select {
+	case a := <-answered:
+		return a.raw, a.err
+	case <-ctx.Done():
+		go func() {
+			if t, ok := createdTask((<-answered).raw); ok {
+				_ = c.cancelTask(t.TaskID, nil)
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// createdTask is the task a tools/call answer created, if it did.
+func createdTask(raw json.RawMessage) (task, bool) {
+	var r struct {
+		Task *task `json:"task"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil || r.Task == nil || r.Task.TaskID == "" {
+		return task{}, false
+	}
+	return *r.Task, true
 }
 
 // noteStatus reports a task's status as the call's.
