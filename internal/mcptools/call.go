@@ -116,6 +116,7 @@ type call struct {
 	ask   *ask         // the question being held
 	timer interface{ Stop() bool }
 
+	task     bool          // the call runs as a task (task.go, taskext.go)
 	relaunch func()        // sends the tools/call (again, for a retry)
 	endSpan  func()        // ends the call's span, when traced
 	unwatch  func()        // stops the call's progress
@@ -195,19 +196,25 @@ func (s *Server) start(ctx context.Context, name string, args json.RawMessage, r
 		// it reaches the server over any transport.
 		propagation.TraceContext{}.Inject(cctx, metaCarrier(params.Meta))
 	}
+	// 2026-07-28 moved tasks to an extension: there a tool is called
+	// plainly, whatever it lists, and the server decides whether to answer
+	// with a task.
+	c.task = s.cap.taskRequired(name) && !usesRequestMeta(x.cs)
 	c.relaunch = func() {
-		// 2026-07-28 moved tasks to an extension chatd does not declare:
-		// there a tool is called plainly, whatever it lists.
-		if s.cap.taskRequired(name) && !usesRequestMeta(x.cs) {
+		if c.task {
 			go c.runTask(cctx, params)
 			return
 		}
 		go func() {
 			res, err := x.cs.CallTool(cctx, params)
+			raw, _ := s.cap.take(token)
+			if t, ok := taskHandle(raw); ok && err == nil && usesRequestMeta(x.cs) {
+				res = nil
+				raw, err = c.followTask(cctx, t)
+			}
 			if traced && err != nil {
 				span.SetStatus(codes.Error, "tool call failed")
 			}
-			raw, _ := s.cap.take(token)
 			c.done <- outcome{res: res, raw: raw, err: err}
 		}()
 	}
@@ -316,6 +323,11 @@ func (c *call) abandon() <-chan struct{} {
 	c.s.m.mu.Unlock()
 	if a != nil {
 		a.answer <- &mcp.ElicitResult{Action: string(elicit.Cancel)}
+	}
+	if c.task {
+		// Nobody will read the task's result: it is cancelled rather
+		// than left running on the server.
+		c.stop()
 	}
 	ended := make(chan struct{})
 	go func() {
@@ -632,9 +644,9 @@ func (s *Server) result(o outcome) (agent.ToolResult, *toolState, error) {
 		return agent.ToolResult{}, nil, fmt.Errorf("the server's result is not a CallToolResult: %w", err)
 	}
 	if r.ResultType == "task" {
-		// The 2026-07-28 tasks extension, which chatd does not declare, so
-		// a server must not answer with one.
-		return agent.ToolResult{}, nil, errors.New("the server answered with a task, which chatd did not ask for (the tasks extension is not supported)")
+		// A task handle is followed on 2026-07-28 sessions (followTask);
+		// an earlier generation has no such result.
+		return agent.ToolResult{}, nil, errors.New("the server answered with a task handle, which its protocol version does not have")
 	}
 	if r.ResultType == "input_required" || (o.res != nil && o.res.NeedsInput()) {
 		st := toolState{Kind: kindInputRequired, RequestState: r.RequestState,

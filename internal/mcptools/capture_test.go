@@ -140,9 +140,10 @@ func TestReadEventsJoinsDataLines(t *testing.T) {
 	}
 }
 
-// TestTaskResultRefused: a 2026-07-28 task handle (the tasks extension,
-// which chatd does not declare) fails the call with a clear error rather
-// than passing for an empty result.
+// TestTaskResultRefused: a task handle (the 2026-07-28 tasks extension)
+// that reaches the result unfollowed, from a server of an earlier protocol
+// version, fails the call with a clear error rather than passing for an
+// empty result.
 func TestTaskResultRefused(t *testing.T) {
 	_, next, err := (&Server{}).result(outcome{raw: json.RawMessage(`{"resultType":"task","task":{"taskId":"t1","status":"working"}}`)})
 	if err == nil || next != nil || !strings.Contains(err.Error(), "the server answered with a task") {

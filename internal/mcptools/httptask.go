@@ -42,7 +42,7 @@ func (h *httpSender) call(ctx context.Context, method string, params any) (json.
 	if err != nil {
 		return nil, err
 	}
-	resp, err := h.post(ctx, &jsonrpc.Request{ID: id, Method: method, Params: data})
+	resp, err := h.post(ctx, &jsonrpc.Request{ID: id, Method: method, Params: data}, taskName(params))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
@@ -92,8 +92,18 @@ func (h *httpSender) call(ctx context.Context, method string, params any) (json.
 	return answer.Result, nil
 }
 
-// post sends one JSON-RPC message on the session.
-func (h *httpSender) post(ctx context.Context, msg jsonrpc.Message) (*http.Response, error) {
+// taskName is the task ID a request's params name, which a 2026-07-28
+// request about a task carries in its Mcp-Name header too, for the
+// gateways that route it to the task's instance.
+func taskName(params any) string {
+	p, _ := params.(map[string]any)
+	id, _ := p["taskId"].(string)
+	return id
+}
+
+// post sends one JSON-RPC message on the session; name is the request's
+// Mcp-Name header, if it has one.
+func (h *httpSender) post(ctx context.Context, msg jsonrpc.Message, name string) (*http.Response, error) {
 	body, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return nil, err
@@ -109,6 +119,12 @@ func (h *httpSender) post(ctx context.Context, msg jsonrpc.Message) (*http.Respo
 	}
 	if init := h.x.cs.InitializeResult(); init != nil {
 		req.Header.Set("Mcp-Protocol-Version", init.ProtocolVersion)
+		if r, ok := msg.(*jsonrpc.Request); ok && usesRequestMeta(h.x.cs) {
+			req.Header.Set("Mcp-Method", r.Method)
+			if name != "" {
+				req.Header.Set("Mcp-Name", name)
+			}
+		}
 	}
 	return h.client.Do(req)
 }
@@ -144,7 +160,7 @@ func (h *httpSender) serverMessage(ctx context.Context, req *jsonrpc.Request) {
 		} else {
 			reply.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: req.Method + " is not supported"}
 		}
-		resp, err := h.post(context.WithoutCancel(ctx), reply)
+		resp, err := h.post(context.WithoutCancel(ctx), reply, "")
 		if err != nil {
 			h.s.m.opts.Logger.Info("mcp answer not delivered", "mcp_server", h.s.cfg.Name, "error", err.Error())
 			return

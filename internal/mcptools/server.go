@@ -170,10 +170,13 @@ type session struct {
 	current *call
 }
 
+// clientInfo is who chatd says it is to servers.
+var clientInfo = &mcp.Implementation{Name: "chatd", Version: "1"}
+
 func (m *Manager) newServer(cfg agent.MCPServer) *Server {
 	s := &Server{m: m, cfg: cfg, cap: newCapture(), slots: make(chan struct{}, m.opts.MaxSessions),
 		bySess: map[*mcp.ClientSession]*session{}, stale: true}
-	s.client = mcp.NewClient(&mcp.Implementation{Name: "chatd", Version: "1"}, &mcp.ClientOptions{
+	s.client = mcp.NewClient(clientInfo, &mcp.ClientOptions{
 		ElicitationHandler: s.onElicit,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.mu.Lock()
@@ -188,12 +191,8 @@ func (m *Manager) newServer(cfg agent.MCPServer) *Server {
 				m.complete(req.Session, req.Params.ElicitationID)
 			}
 		},
-		// No roots: chatd does not share a file system with its servers.
-		// Both elicitation modes, so servers offer the tools that need
-		// them.
-		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
-			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
-		Logger: m.opts.Logger.With("mcp_server", cfg.Name),
+		Capabilities: clientCapabilities(),
+		Logger:       m.opts.Logger.With("mcp_server", cfg.Name),
 	})
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"chatd/internal/processor/agent"
@@ -30,12 +31,24 @@ type taskSender interface {
 	call(ctx context.Context, method string, params any) (json.RawMessage, error)
 }
 
-// task is a task's state as tasks/get and CreateTaskResult carry it.
+// task is a task's state as tasks/get and CreateTaskResult carry it. The
+// 2025-11-25 generation says pollInterval; the 2026-07-28 extension says
+// pollIntervalMs and inlines the result, the error or the input requests.
 type task struct {
-	TaskID        string  `json:"taskId"`
-	Status        string  `json:"status"`
-	StatusMessage string  `json:"statusMessage"`
-	PollInterval  float64 `json:"pollInterval"`
+	TaskID         string                  `json:"taskId"`
+	Status         string                  `json:"status"`
+	StatusMessage  string                  `json:"statusMessage"`
+	PollInterval   float64                 `json:"pollInterval"`
+	PollIntervalMs float64                 `json:"pollIntervalMs"`
+	Result         json.RawMessage         `json:"result"`
+	Error          *jsonrpc.Error          `json:"error"`
+	InputRequests  map[string]inputRequest `json:"inputRequests"`
+}
+
+// inputRequest is one of a 2026-07-28 task's requests to the client.
+type inputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 }
 
 // Poll intervals are the server's, within reason.
@@ -46,10 +59,14 @@ const (
 )
 
 func (t task) poll() time.Duration {
-	if t.PollInterval <= 0 {
+	ms := t.PollInterval
+	if t.PollIntervalMs > 0 {
+		ms = t.PollIntervalMs
+	}
+	if ms <= 0 {
 		return defaultPoll
 	}
-	d := time.Duration(t.PollInterval * float64(time.Millisecond))
+	d := time.Duration(ms * float64(time.Millisecond))
 	return min(max(d, minPoll), maxPoll)
 }
 
@@ -163,7 +180,7 @@ func (c *call) noteStatus(t task) {
 func (c *call) cancelTask(id string, why error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := c.x.tasks.call(ctx, "tasks/cancel", map[string]any{"taskId": id}); err != nil {
+	if _, err := c.x.tasks.call(ctx, "tasks/cancel", c.taskParams(ctx, id, nil)); err != nil {
 		c.s.m.opts.Logger.Info("mcp tasks/cancel failed", "mcp_server", c.s.cfg.Name, "error", err.Error())
 	}
 	return why
