@@ -33,13 +33,59 @@ type capture struct {
 	results map[string]json.RawMessage
 	// sinks receive the progress of the calls in flight, by progress token.
 	sinks map[string]func(agent.ToolStatus)
+	// tasks receive the status notifications of the tasks in flight, by
+	// task ID.
+	tasks map[string]func(task)
 	// taskSupport is each tool's execution.taskSupport, from the raw
 	// tools/list (go-sdk's Tool has no execution).
 	taskSupport map[string]string
 }
 
 func newCapture() *capture {
-	return &capture{results: map[string]json.RawMessage{}, sinks: map[string]func(agent.ToolStatus){}, taskSupport: map[string]string{}}
+	return &capture{results: map[string]json.RawMessage{}, sinks: map[string]func(agent.ToolStatus){},
+		tasks: map[string]func(task){}, taskSupport: map[string]string{}}
+}
+
+const (
+	methodProgress   = "notifications/progress"
+	methodTaskStatus = "notifications/tasks/status"
+)
+
+// notified hands a notification the server sent to the call it is about:
+// progress by its token, a task's status (2025-11-25) by the task's ID.
+// Others are go-sdk's to handle.
+func (c *capture) notified(req *jsonrpc.Request) {
+	if req.ID.IsValid() {
+		return
+	}
+	switch req.Method {
+	case methodProgress:
+		c.progress(req.Params)
+	case methodTaskStatus:
+		var t task
+		if json.Unmarshal(req.Params, &t) != nil || t.TaskID == "" || t.Status == "" {
+			return
+		}
+		c.mu.Lock()
+		sink := c.tasks[t.TaskID]
+		c.mu.Unlock()
+		if sink != nil {
+			sink(t)
+		}
+	}
+}
+
+// watchTask sends the status notifications of task id to sink until the
+// returned func is called.
+func (c *capture) watchTask(id string, sink func(task)) (unwatch func()) {
+	c.mu.Lock()
+	c.tasks[id] = sink
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.tasks, id)
+		c.mu.Unlock()
+	}
 }
 
 // listed records the execution.taskSupport of the tools of a raw
@@ -148,8 +194,6 @@ func (c *capture) take(token string) (json.RawMessage, bool) {
 	delete(c.results, token)
 	return r, ok
 }
-
-const methodProgress = "notifications/progress"
 
 // callToken returns the progress token of a tools/call request, or "".
 func callToken(req *jsonrpc.Request) string {
@@ -267,8 +311,8 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.failCalls(err)
 			return msg, err
 		}
-		if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodProgress {
-			c.cap.progress(req.Params)
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			c.cap.notified(req)
 		}
 		resp, ok := msg.(*jsonrpc.Response)
 		if !ok {
@@ -327,8 +371,11 @@ func (rt *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 			}
 		}
 	}
+	// The stream a GET opens carries the server's notifications outside
+	// any request (a task's status among them).
+	stream := rt.cap != nil && req.Method == http.MethodGet
 	resp, err := rt.base.RoundTrip(req)
-	if err != nil || keep == nil {
+	if err != nil || (keep == nil && !stream) {
 		return resp, err
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -406,11 +453,11 @@ func (b *captureBody) message(data []byte) {
 	if err != nil {
 		return
 	}
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodProgress {
-		b.cap.progress(req.Params)
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		b.cap.notified(req)
 		return
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Result != nil {
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Result != nil && b.keep != nil {
 		b.keep(resp.Result)
 		b.done = true
 		b.buf, b.data = nil, nil

@@ -134,9 +134,7 @@ func (h *httpSender) post(ctx context.Context, msg jsonrpc.Message, name string)
 // without holding up the stream), anything else it asks is refused.
 func (h *httpSender) serverMessage(ctx context.Context, req *jsonrpc.Request) {
 	if !req.ID.IsValid() {
-		if req.Method == methodProgress {
-			h.s.cap.progress(req.Params)
-		}
+		h.s.cap.notified(req)
 		return
 	}
 	go func() {

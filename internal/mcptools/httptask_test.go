@@ -20,7 +20,8 @@ import (
 // taskHTTPServer is a 2025-11-25 streamable HTTP server written on raw
 // JSON-RPC (go-sdk has no tasks) with one task-only tool, answering
 // tasks/get as bad says: "" a task working then completed, "http" an HTTP
-// 500, "error" a JSON-RPC error, "garbage" a result that is no task. With
+// 500, "error" a JSON-RPC error, "garbage" a result that is no task,
+// "notify" a status notification that the task completed. With
 // creating set, tools/call says so on it and answers once it is closed.
 type taskHTTPServer struct {
 	bad      string
@@ -75,6 +76,17 @@ func (s *taskHTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gets := s.gets
 		s.mu.Unlock()
 		switch {
+		case s.bad == "notify" && gets == 1:
+			// The task is still working, and will not be asked again for
+			// ten seconds; a notification in the same stream says it has
+			// completed meanwhile.
+			w.Header().Set("Content-Type", "text/event-stream")
+			note, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/tasks/status",
+				"params": map[string]any{"taskId": "t1", "status": "completed", "statusMessage": "notified"}})
+			res, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID,
+				"result": map[string]any{"taskId": "t1", "status": "working", "pollInterval": 10000}})
+			_, _ = w.Write([]byte("event: message\ndata: " + string(note) + "\n\nevent: message\ndata: " + string(res) + "\n\n"))
+			return
 		case s.bad == "http":
 			http.Error(w, "broken", http.StatusInternalServerError)
 			return
@@ -199,4 +211,24 @@ func TestHTTPTaskCancelledWhileCreated(t *testing.T) {
 		sent := srv.sent()
 		return len(sent) > 0 && sent[len(sent)-1] == "tasks/cancel"
 	}, 10*time.Second, 10*time.Millisecond, "tasks/cancel is sent: %v", srv.sent())
+}
+
+// TestHTTPTaskStatusNotified: a 2025-11-25 server's
+// notifications/tasks/status is the task's status as much as tasks/get's
+// answer: a task it says has completed gets tasks/result at once, without
+// waiting for the next poll.
+func TestHTTPTaskStatusNotified(t *testing.T) {
+	srv := &taskHTTPServer{bad: "notify"}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	m := newTestManager(t, []agent.MCPServer{{Name: "srv", Transport: agent.TransportStreamableHTTP, URL: hs.URL}}, mcptools.Options{})
+	tool := mustTools(t, m.Server("srv"))["srv__job"]
+	var seen []agent.ToolStatus
+	res, err := tool.Call(context.Background(), agent.ToolCall{ID: "c1", Name: "srv__job", Arguments: json.RawMessage(`{}`),
+		Report: func(st agent.ToolStatus) { seen = append(seen, st) }})
+	require.NoError(t, err)
+	require.Len(t, res.Content, 1)
+	assert.Equal(t, "job done", res.Content[0].Text())
+	assert.Equal(t, []agent.ToolStatus{{Status: "working"}, {Status: "completed", StatusMessage: "notified"}}, seen)
+	assert.Equal(t, []string{"server/discover", "initialize", "tools/list", "tools/call", "tasks/get", "tasks/result"}, srv.sent())
 }

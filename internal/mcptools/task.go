@@ -77,7 +77,6 @@ func (c *call) runTask(ctx context.Context, params *mcp.CallToolParams) {
 }
 
 func (c *call) driveTask(ctx context.Context, params *mcp.CallToolParams) (json.RawMessage, error) {
-	conn := c.x.tasks
 	created, err := c.createTask(ctx, params)
 	if err != nil {
 		return nil, err
@@ -88,12 +87,14 @@ func (c *call) driveTask(ctx context.Context, params *mcp.CallToolParams) (json.
 		return created, nil
 	}
 	c.noteStatus(t)
+	notes, unwatch := c.watchTask(t.TaskID)
+	defer unwatch()
 	for {
 		switch t.Status {
 		case "input_required", "completed", "failed":
 			// tasks/result waits for the end, delivering the server's
 			// questions meanwhile.
-			res, err := conn.call(ctx, "tasks/result", map[string]any{"taskId": t.TaskID})
+			res, err := c.x.tasks.call(ctx, "tasks/result", c.taskParams(ctx, t.TaskID, nil))
 			if ctx.Err() != nil {
 				return nil, c.cancelTask(t.TaskID, ctx.Err())
 			}
@@ -101,28 +102,60 @@ func (c *call) driveTask(ctx context.Context, params *mcp.CallToolParams) (json.
 		case "cancelled":
 			return nil, fmt.Errorf("the server cancelled the task: %s", t.StatusMessage)
 		}
-		select {
-		case <-time.After(t.poll()):
-		case <-ctx.Done():
-			return nil, c.cancelTask(t.TaskID, ctx.Err())
-		}
-		data, err := conn.call(ctx, "tasks/get", map[string]any{"taskId": t.TaskID})
-		if ctx.Err() != nil {
-			return nil, c.cancelTask(t.TaskID, ctx.Err())
-		}
-		if err != nil {
+		if t, err = c.awaitTask(ctx, t, notes); err != nil {
 			return nil, err
 		}
-		var next task
-		if err := json.Unmarshal(data, &next); err != nil || next.Status == "" {
-			return nil, fmt.Errorf("tasks/get: the server's answer is not a task")
-		}
-		if next.Status != t.Status || next.StatusMessage != t.StatusMessage {
-			c.noteStatus(next)
-		}
-		next.TaskID = t.TaskID
-		t = next
 	}
+}
+
+// watchTask returns the channel on which the server's status
+// notifications of task id arrive (notifications/tasks/status), the
+// latest only, until unwatch is called.
+func (c *call) watchTask(id string) (<-chan task, func()) {
+	notes := make(chan task, 1)
+	unwatch := c.s.cap.watchTask(id, func(t task) {
+		for {
+			select {
+			case notes <- t:
+				return
+			default:
+				select {
+				case <-notes: // make room: an older state is of no use
+				default:
+				}
+			}
+		}
+	})
+	return notes, unwatch
+}
+
+// awaitTask waits the task's poll interval, or less when the server says
+// the task changed, then returns its state (from tasks/get, or the
+// notification), reporting a change of status or statusMessage. A call
+// whose ctx ends cancels the task.
+func (c *call) awaitTask(ctx context.Context, t task, notes <-chan task) (task, error) {
+	var next task
+	select {
+	case next = <-notes:
+	case <-time.After(t.poll()):
+		data, err := c.x.tasks.call(ctx, "tasks/get", c.taskParams(ctx, t.TaskID, nil))
+		if ctx.Err() != nil {
+			return t, c.cancelTask(t.TaskID, ctx.Err())
+		}
+		if err != nil {
+			return t, err
+		}
+		if err := json.Unmarshal(data, &next); err != nil || next.Status == "" {
+			return t, fmt.Errorf("tasks/get: the server's answer is not a task")
+		}
+	case <-ctx.Done():
+		return t, c.cancelTask(t.TaskID, ctx.Err())
+	}
+	if next.Status != t.Status || next.StatusMessage != t.StatusMessage {
+		c.noteStatus(next)
+	}
+	next.TaskID = t.TaskID
+	return next, nil
 }
 
 // createWait bounds the task-creating tools/call once the call's own

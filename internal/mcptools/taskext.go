@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
@@ -79,27 +78,10 @@ func (c *call) followTask(ctx context.Context, t task) (json.RawMessage, error) 
 				return nil, c.cancelTask(t.TaskID, err)
 			}
 		}
-		select {
-		case <-time.After(t.poll()):
-		case <-ctx.Done():
-			return nil, c.cancelTask(t.TaskID, ctx.Err())
-		}
-		data, err := c.x.tasks.call(ctx, "tasks/get", c.taskParams(ctx, t.TaskID, nil))
-		if ctx.Err() != nil {
-			return nil, c.cancelTask(t.TaskID, ctx.Err())
-		}
-		if err != nil {
+		var err error
+		if t, err = c.awaitTask(ctx, t, nil); err != nil {
 			return nil, err
 		}
-		var next task
-		if err := json.Unmarshal(data, &next); err != nil || next.Status == "" {
-			return nil, fmt.Errorf("tasks/get: the server's answer is not a task")
-		}
-		if next.Status != t.Status || next.StatusMessage != t.StatusMessage {
-			c.noteStatus(next)
-		}
-		next.TaskID = t.TaskID
-		t = next
 	}
 }
 
