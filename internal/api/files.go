@@ -67,6 +67,7 @@ type upload struct {
 	name     string
 	declared string // the type the client declared; "" for none
 	data     []byte
+	sum      []byte // data's SHA-256 when it was hashed as it arrived; nil if not
 }
 
 // handleUploadFile stores a file: POST /v1/threads/{thread_id}/files, a
@@ -104,9 +105,13 @@ func (s *Server) storeFile(ctx context.Context, threadID, principal string, up u
 		verr.Add("file", fmt.Sprintf("the file's bytes are not %s; declare the type they are, or none", up.declared))
 		return store.File{}, verr
 	}
-	sum := sha256.Sum256(up.data)
+	sum := up.sum
+	if sum == nil {
+		full := sha256.Sum256(up.data)
+		sum = full[:]
+	}
 	f := store.File{ID: blocks.NewID(), ThreadID: threadID, Name: name, MIMEType: typ, Size: int64(len(up.data)),
-		SHA256: hex.EncodeToString(sum[:]), CreatedAt: blocks.Now()}
+		SHA256: hex.EncodeToString(sum), CreatedAt: blocks.Now()}
 	if err := s.store.PutFile(ctx, principal, f, up.data); err != nil {
 		return store.File{}, err
 	}
@@ -137,14 +142,14 @@ func readUpload(w http.ResponseWriter, r *http.Request, maxFile int64) (upload, 
 		return upload{}, errorf(http.StatusBadRequest, "invalid_request",
 			"name: required; upload a file as multipart/form-data with a part named file, or as the body with ?name=")
 	}
-	data, err := readAtMost(http.MaxBytesReader(w, r.Body, maxFile+1), maxFile+1, r.ContentLength)
+	data, sum, err := readAtMost(http.MaxBytesReader(w, r.Body, maxFile+1), maxFile+1, r.ContentLength)
 	if err != nil {
 		return upload{}, bodyReadError(err, maxFile)
 	}
 	if int64(len(data)) > maxFile {
 		return upload{}, fileTooLarge(maxFile)
 	}
-	return upload{name: name, declared: r.Header.Get("Content-Type"), data: data}, nil
+	return upload{name: name, declared: r.Header.Get("Content-Type"), data: data, sum: sum}, nil
 }
 
 // bodyReader remembers the error its request body failed with, so a
@@ -199,14 +204,14 @@ func readMultipartUpload(body *bodyReader, boundary string, maxFile, sizeHint in
 		if up != nil {
 			return upload{}, errorf(http.StatusBadRequest, "invalid_request", "one part named file per upload")
 		}
-		data, err := readAtMost(part, maxFile+1, sizeHint)
+		data, sum, err := readAtMost(part, maxFile+1, sizeHint)
 		if err != nil {
 			return upload{}, errorf(http.StatusBadRequest, "invalid_request", "malformed multipart body: %v", err)
 		}
 		if int64(len(data)) > maxFile {
 			return upload{}, fileTooLarge(maxFile)
 		}
-		up = &upload{name: part.FileName(), declared: part.Header.Get("Content-Type"), data: data}
+		up = &upload{name: part.FileName(), declared: part.Header.Get("Content-Type"), data: data, sum: sum}
 		if up.name == "" {
 			up.name = "file"
 		}
@@ -219,15 +224,18 @@ func readMultipartUpload(body *bodyReader, boundary string, maxFile, sizeHint in
 
 // readAtMost reads up to limit bytes of r into a buffer sized from hint
 // (the request's Content-Length, -1 when unknown), so a file of known size
-// is read with one allocation and no copy.
-func readAtMost(r io.Reader, limit, hint int64) ([]byte, error) {
+// is read with one allocation and no copy, and returns their SHA-256 too:
+// each piece is hashed as it arrives, while the client sends the next,
+// rather than the whole file after the last.
+func readAtMost(r io.Reader, limit, hint int64) ([]byte, []byte, error) {
 	if hint < 0 || hint > limit {
 		hint = min(limit, 64<<10)
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(hint) + bytes.MinRead)
-	_, err := buf.ReadFrom(io.LimitReader(r, limit))
-	return buf.Bytes(), err
+	h := sha256.New()
+	_, err := buf.ReadFrom(io.TeeReader(io.LimitReader(r, limit), h))
+	return buf.Bytes(), h.Sum(nil), err
 }
 
 // maxFileName bounds a file's name, in bytes.

@@ -158,6 +158,8 @@ func TestFileRawUploadAndDisposition(t *testing.T) {
 			mustStatus(t, resp, http.StatusCreated)
 			f := mustDecode[wireFile](t, resp.Body)
 			assert.Equal(t, tt.wantType, f.MIMEType)
+			sum := sha256.Sum256(tt.data)
+			assert.Equal(t, hex.EncodeToString(sum[:]), f.SHA256)
 			got := ts.do(t, testRequest{method: http.MethodGet, path: filePath(th, f.ID), as: alice})
 			mustStatus(t, got, http.StatusOK)
 			assert.Equal(t, tt.data, got.Body)
