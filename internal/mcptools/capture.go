@@ -78,12 +78,18 @@ func (c *capture) notified(req *jsonrpc.Request) {
 // watchTask sends the status notifications of task id to sink until the
 // returned func is called.
 func (c *capture) watchTask(id string, sink func(task)) (unwatch func()) {
+	return register(c, c.tasks, id, sink)
+}
+
+// register keeps v in m (one of c's maps) under key until the returned func
+// is called.
+func register[T any](c *capture, m map[string]T, key string, v T) (unregister func()) {
 	c.mu.Lock()
-	c.tasks[id] = sink
+	m[key] = v
 	c.mu.Unlock()
 	return func() {
 		c.mu.Lock()
-		delete(c.tasks, id)
+		delete(m, key)
 		c.mu.Unlock()
 	}
 }
@@ -119,14 +125,7 @@ func (c *capture) taskRequired(name string) bool {
 // watch sends the progress notifications of the call with token to sink
 // until the returned func is called.
 func (c *capture) watch(token string, sink func(agent.ToolStatus)) (unwatch func()) {
-	c.mu.Lock()
-	c.sinks[token] = sink
-	c.mu.Unlock()
-	return func() {
-		c.mu.Lock()
-		delete(c.sinks, token)
-		c.mu.Unlock()
-	}
+	return register(c, c.sinks, token, sink)
 }
 
 // progress hands a notifications/progress, read from the wire so its
