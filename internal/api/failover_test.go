@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"chatd/internal/api"
 	"chatd/internal/processor"
 	"chatd/internal/redistest"
 	"chatd/internal/store"
@@ -130,7 +132,7 @@ type failoverTurn struct {
 	at     time.Time
 }
 
-func runFailover(t *testing.T, setup failoverSetup, wait int) failoverFigures {
+func runFailover(t *testing.T, setup failoverSetup, wait int) (f failoverFigures) {
 	// Fail fast while a node is gone; WAIT must answer within the read
 	// timeout.
 	q := url.Values{"dial_timeout": {"250ms"}, "read_timeout": {"2s"}, "write_timeout": {"2s"}, "pool_timeout": {"2s"}}
@@ -147,10 +149,19 @@ func runFailover(t *testing.T, setup failoverSetup, wait int) failoverFigures {
 	t.Cleanup(func() { _ = st.Close() })
 	// A lock left behind by a turn cut off mid-way keeps its thread busy
 	// until its lease lapses: keep the lease short.
+	// The server's errors say why an answer was unexpected.
+	var errLog lockedBuffer
 	ts := newTestServer(t, withStore(st), withTurnConfig(func(c *turn.Config) {
 		c.TurnTimeout = 3 * time.Second
 		c.LockLease = 2 * time.Second
+	}), withDeps(func(d *api.Deps) {
+		d.Logger = slog.New(slog.NewTextHandler(&errLog, &slog.HandlerOptions{Level: slog.LevelError}))
 	}))
+	defer func() {
+		if len(f.unexpected) > 0 {
+			t.Logf("the server's errors:\n%s", errLog.String())
+		}
+	}()
 
 	threads := make([]string, failoverWorkers)
 	for i := range threads {
@@ -196,7 +207,6 @@ func runFailover(t *testing.T, setup failoverSetup, wait int) failoverFigures {
 	}
 	waitFor(t, "turns before the kill", func() bool { return ackedBy(0) >= 20 })
 
-	var f failoverFigures
 	killed := time.Now()
 	victim.Kill()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -372,4 +382,22 @@ func TestTurnThatLosesItsLockAnswers503(t *testing.T) {
 	assert.Equal(t, "store_unavailable", got.code)
 	assert.Empty(t, ts.mustHistory(t, alice, thread), "nothing was written")
 	ts.mustTurn(t, alice, thread, "again") // the thread is free
+}
+
+// lockedBuffer is a buffer several goroutines write to.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -16,8 +16,29 @@ import (
 //go:embed lua/*.lua lua/lib/*.lua
 var luaFiles embed.FS
 
-// newScript returns the script lua/<name>, linked (see linkScript).
-func newScript(name string) *redis.Script { return redis.NewScript(linkScript(name)) }
+// newScript returns the script lua/<name>, linked (see linkScript), under
+// the shebang that says what Redis may run it on (see scriptFlags).
+func newScript(name string) *redis.Script { return redis.NewScript(scriptFlags(name) + linkScript(name)) }
+
+// readOnlyScripts are the scripts that write nothing.
+// (get_thread, history_page and turn_events may convert an earlier layout
+// as they read, so they count as writing.)
+var readOnlyScripts = map[string]bool{"exists.lua": true, "get_file.lua": true, "list_threads.lua": true}
+
+// scriptFlags is the shebang a script runs under (Redis 7). A script that
+// writes is refused whole on a replica (READONLY) and when Redis is out of
+// memory (OOM), before it runs: during a failover a client may still reach
+// the old master come back as an empty replica, whose reads would answer
+// "not found" for threads that exist, and a script cut off at its first
+// write under maxmemory would keep the writes before it. Both refusals
+// read as the store unavailable. A script that writes nothing says so and
+// runs anywhere, so reads go on when Redis is full.
+func scriptFlags(name string) string {
+	if readOnlyScripts[name] {
+		return "#!lua flags=no-writes\n"
+	}
+	return "#!lua\n"
+}
 
 // linkScript returns the script lua/<name> preceded by the helpers it calls
 // (see luaPrelude). A line "--[[helpers]]" inside one of its top-level
