@@ -66,11 +66,15 @@ func NewProvider(ctx context.Context, getenv func(string) string) (Provider, err
 	if err != nil {
 		return Provider{}, fmt.Errorf("otlp exporter: %w", err)
 	}
+	batch, err := batchOptionsFrom(getenv)
+	if err != nil {
+		return Provider{}, err
+	}
 	res, err := resource.Merge(resource.NewSchemaless(semconv.ServiceName(ServiceName)), resource.Environment())
 	if err != nil {
 		return Provider{}, fmt.Errorf("otel resource: %w", err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exporter, batch)), sdktrace.WithResource(res))
 	return Provider{TracerProvider: tp, Shutdown: tp.Shutdown}, nil
 }
 
