@@ -8,13 +8,13 @@ import (
 	"os"
 	"strings"
 
-	"chatd/internal/api"
 	"chatd/internal/mcptools"
 	"chatd/internal/processor"
 	"chatd/internal/processor/agent"
 	"chatd/internal/processor/demo"
 	"chatd/internal/processor/echo"
 	"chatd/internal/processor/remote"
+	"chatd/internal/store"
 )
 
 // AgentSettings are the variables of the agent processors, part of config.
@@ -170,8 +170,14 @@ func (c config) envAgent(files agent.FileReader) (*agent.Agent, error) {
 	return a, nil
 }
 
+// wholeFiles is what the agents need of the store: a file's bytes whole,
+// since a model's request carries them encoded.
+type wholeFiles interface {
+	GetFile(ctx context.Context, threadID, principal, fileID string) (store.File, []byte, error)
+}
+
 // storeFiles reads the agents' files from the store.
-type storeFiles struct{ st api.FileStore }
+type storeFiles struct{ st wholeFiles }
 
 func (s storeFiles) ReadFile(ctx context.Context, threadID, principal, fileID string) (agent.StoredFile, error) {
 	f, data, err := s.st.GetFile(ctx, threadID, principal, fileID)

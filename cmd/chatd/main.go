@@ -49,6 +49,7 @@ func main() {
 // closingStore is the store run serves from and closes on shutdown.
 type closingStore interface {
 	api.Store
+	wholeFiles
 	Close() error
 }
 

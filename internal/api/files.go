@@ -32,8 +32,9 @@ type FileStore interface {
 	PutFile(ctx context.Context, principal string, f store.File, data []byte) error
 	// StatFile returns a file's record: store.ErrFileNotFound.
 	StatFile(ctx context.Context, threadID, principal, fileID string) (store.File, error)
-	// GetFile returns a file and its bytes: store.ErrFileNotFound.
-	GetFile(ctx context.Context, threadID, principal, fileID string) (store.File, []byte, error)
+	// OpenFile returns a file and a reader of its bytes, which may fetch
+	// them as they are read: store.ErrFileNotFound.
+	OpenFile(ctx context.Context, threadID, principal, fileID string) (store.File, io.ReadSeeker, error)
 	// DeleteFile removes a file: store.ErrFileNotFound.
 	DeleteFile(ctx context.Context, threadID, principal, fileID string) error
 }
@@ -276,7 +277,7 @@ func (s *Server) handleGetFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f, data, err := s.store.GetFile(r.Context(), tid, principalFrom(r.Context()), fid)
+	f, content, err := s.store.OpenFile(r.Context(), tid, principalFrom(r.Context()), fid)
 	if err != nil {
 		return err
 	}
@@ -291,7 +292,7 @@ func (s *Server) handleGetFile(w http.ResponseWriter, r *http.Request) error {
 		disposition = "inline"
 	}
 	h.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": f.Name}))
-	http.ServeContent(w, r, "", f.CreatedAt, bytes.NewReader(data))
+	http.ServeContent(w, r, "", f.CreatedAt, content)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -134,6 +135,30 @@ func TestFileRoundTrip(t *testing.T) {
 		mustStatus(t, ts.do(t, testRequest{method: http.MethodDelete, path: filePath(th, f.ID), as: alice}), http.StatusNoContent)
 		mustProblem(t, ts.do(t, testRequest{method: http.MethodGet, path: filePath(th, f.ID), as: alice}), http.StatusNotFound, "not_found")
 		mustProblem(t, ts.do(t, testRequest{method: http.MethodDelete, path: filePath(th, f.ID), as: alice}), http.StatusNotFound, "not_found")
+	})
+}
+
+// TestFileDownloadAcrossPieces downloads a file larger than Redis keeps in
+// one piece, whole and in ranges that start, end and straddle pieces' edges.
+func TestFileDownloadAcrossPieces(t *testing.T) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
+		ts := newTestServer(t, withStoreKind(kind))
+		th := ts.mustCreateThread(t, alice, "echo")
+		data := make([]byte, 700<<10)
+		_, err := rand.Read(data)
+		require.NoError(t, err)
+		f := ts.mustUpload(t, alice, th, "big.bin", "application/octet-stream", data)
+
+		whole := ts.do(t, testRequest{method: http.MethodGet, path: filePath(th, f.ID), as: alice})
+		mustStatus(t, whole, http.StatusOK)
+		assert.True(t, bytes.Equal(data, whole.Body), "the whole file")
+		const piece = 256<<10 - 16
+		for _, r := range [][2]int{{0, piece - 1}, {piece - 1, piece}, {piece, 2*piece + 10}, {len(data) - 5, len(data) - 1}} {
+			part := ts.do(t, testRequest{method: http.MethodGet, path: filePath(th, f.ID), as: alice,
+				header: http.Header{"Range": {fmt.Sprintf("bytes=%d-%d", r[0], r[1])}}})
+			mustStatus(t, part, http.StatusPartialContent)
+			assert.True(t, bytes.Equal(data[r[0]:r[1]+1], part.Body), "bytes %d-%d", r[0], r[1])
+		}
 	})
 }
 

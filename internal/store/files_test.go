@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ type fileStore interface {
 	PutFile(ctx context.Context, principal string, f store.File, data []byte) error
 	StatFile(ctx context.Context, threadID, principal, fileID string) (store.File, error)
 	GetFile(ctx context.Context, threadID, principal, fileID string) (store.File, []byte, error)
+	OpenFile(ctx context.Context, threadID, principal, fileID string) (store.File, io.ReadSeeker, error)
 	DeleteFile(ctx context.Context, threadID, principal, fileID string) error
 }
 
@@ -41,6 +43,7 @@ func runFilesContract(t *testing.T, newStore newFileStoreFunc) {
 		fn   func(t *testing.T, newStore newFileStoreFunc)
 	}{
 		{"PutGetDelete", testFilePutGetDelete},
+		{"OpenRead", testFileOpenRead},
 		{"Tenancy", testFileTenancy},
 		{"Quota", testFileQuota},
 		{"GoWithThread", testFilesGoWithThread},
@@ -111,6 +114,65 @@ func testFilePutGetDelete(t *testing.T, newStore newFileStoreFunc) {
 			assert.ErrorIs(t, st.DeleteFile(ctx, th.ID, alice, want.ID), store.ErrFileNotFound)
 		})
 	}
+}
+
+// testFileOpenRead reads a file through OpenFile as a download does: whole,
+// from offsets on and around the pieces' edges (Range requests), and cut
+// short by the file's deletion.
+func testFileOpenRead(t *testing.T, newStore newFileStoreFunc) {
+	ctx := context.Background()
+	st := newStore(t, testOpts)
+	th := mustCreateThread(t, st)
+	const piece = 256<<10 - 16 // a full piece in Redis
+	for _, n := range []int{0, 1, piece, 3*piece + 12345} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			want, data := mustPutFile(t, st, th.ID, n)
+			got, rd, err := st.OpenFile(ctx, th.ID, alice, want.ID)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			size, err := rd.Seek(0, io.SeekEnd)
+			require.NoError(t, err)
+			assert.EqualValues(t, n, size)
+			for _, off := range []int{0, 1, piece - 1, piece, piece + 1, 2*piece + 7, n - 1, n} {
+				if off < 0 || off > n {
+					continue
+				}
+				_, err := rd.Seek(int64(off), io.SeekStart)
+				require.NoError(t, err)
+				rest, err := io.ReadAll(rd)
+				require.NoError(t, err)
+				assert.True(t, bytes.Equal(data[off:], rest), "bytes from %d", off)
+			}
+			_, err = rd.Seek(-1, io.SeekStart)
+			assert.Error(t, err)
+		})
+	}
+	t.Run("other principal", func(t *testing.T) {
+		f, _ := mustPutFile(t, st, th.ID, 10)
+		_, _, err := st.OpenFile(ctx, th.ID, bob, f.ID)
+		assert.ErrorIs(t, err, store.ErrFileNotFound)
+		_, _, err = st.OpenFile(ctx, th.ID, alice, blocks.NewID())
+		assert.ErrorIs(t, err, store.ErrFileNotFound)
+	})
+	t.Run("deleted while read", func(t *testing.T) {
+		f, data := mustPutFile(t, st, th.ID, 3*piece)
+		_, rd, err := st.OpenFile(ctx, th.ID, alice, f.ID)
+		require.NoError(t, err)
+		first := make([]byte, 10)
+		_, err = io.ReadFull(rd, first)
+		require.NoError(t, err)
+		assert.Equal(t, data[:10], first)
+		require.NoError(t, st.DeleteFile(ctx, th.ID, alice, f.ID))
+		// The embedded store hands over bytes it holds; Redis's reader ends
+		// with not found at the first piece it has yet to fetch.
+		rest, err := io.ReadAll(rd)
+		if err != nil {
+			assert.ErrorIs(t, err, store.ErrFileNotFound)
+			assert.Less(t, len(rest), len(data)-10)
+		} else {
+			assert.True(t, bytes.Equal(data[10:], rest))
+		}
+	})
 }
 
 func testFileTenancy(t *testing.T, newStore newFileStoreFunc) {

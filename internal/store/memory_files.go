@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 )
 
 // memFile is a stored file and its bytes.
@@ -80,6 +82,16 @@ func (m *Memory) GetFile(ctx context.Context, threadID, principal, fileID string
 		return File{}, nil, err
 	}
 	return f.file, f.data, nil
+}
+
+// OpenFile returns a file of the principal's thread and a reader of its
+// bytes: ErrFileNotFound as StatFile.
+func (m *Memory) OpenFile(ctx context.Context, threadID, principal, fileID string) (File, io.ReadSeeker, error) {
+	f, err := m.file(threadID, principal, fileID)
+	if err != nil {
+		return File{}, nil, err
+	}
+	return f.file, bytes.NewReader(f.data), nil
 }
 
 func (m *Memory) file(threadID, principal, fileID string) (*memFile, error) {

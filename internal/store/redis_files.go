@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -217,6 +220,136 @@ func (r *Redis) StatFile(ctx context.Context, threadID, principal, fileID string
 // ErrFileNotFound as StatFile, and ErrUnavailable.
 func (r *Redis) GetFile(ctx context.Context, threadID, principal, fileID string) (File, []byte, error) {
 	return r.readFile(ctx, threadID, principal, fileID, true)
+}
+
+// OpenFile returns a file of the principal's thread and a reader of its
+// bytes that fetches them from Redis a piece at a time as they are read,
+// the next piece while the caller writes out the last: a download's bytes
+// cross from Redis to chatd while earlier ones go on to the client, and
+// bytes never read (a 304, a Range) are never fetched. ErrFileNotFound as
+// StatFile, and ErrUnavailable; a file deleted during the reading ends it
+// with ErrFileNotFound.
+func (r *Redis) OpenFile(ctx context.Context, threadID, principal, fileID string) (File, io.ReadSeeker, error) {
+	f, err := r.StatFile(ctx, threadID, principal, fileID)
+	if err != nil {
+		return File{}, nil, err
+	}
+	return f, newPieceReader(ctx, r.client, f), nil
+}
+
+// pieceReader reads a file stored in pieces (fileChunks), keeping the piece
+// being read and fetching the one after it in the background.
+type pieceReader struct {
+	ctx    context.Context
+	client redis.UniversalClient
+	file   File
+	ends   []int64 // ends[i]: the offset just past piece i
+	off    int64
+
+	cur      []byte // piece curIndex, or nil
+	curIndex int
+	ahead    []pendingPiece // the pieces after curIndex being fetched, in order
+}
+
+// piecesAhead is how many pieces a reader fetches ahead of the one read.
+const piecesAhead = 4
+
+type pendingPiece struct {
+	index int
+	got   chan fetchedPiece // room for the result: a fetch not collected ends by itself
+}
+
+type fetchedPiece struct {
+	data []byte
+	err  error
+}
+
+func newPieceReader(ctx context.Context, client redis.UniversalClient, f File) *pieceReader {
+	var ends []int64
+	var end int64
+	for _, n := range fileChunks(f.Size) {
+		end += n
+		ends = append(ends, end)
+	}
+	return &pieceReader{ctx: ctx, client: client, file: f, ends: ends, curIndex: -1}
+}
+
+func (p *pieceReader) Read(b []byte) (int, error) {
+	if p.off >= p.file.Size {
+		return 0, io.EOF
+	}
+	i := sort.Search(len(p.ends), func(i int) bool { return p.ends[i] > p.off })
+	if i != p.curIndex {
+		data, err := p.piece(i)
+		if err != nil {
+			return 0, err
+		}
+		p.cur, p.curIndex = data, i
+		for next := i + 1 + len(p.ahead); len(p.ahead) < piecesAhead && next < len(p.ends); next++ {
+			p.fetch(next)
+		}
+	}
+	start := p.ends[i] - int64(len(p.cur))
+	n := copy(b, p.cur[p.off-start:])
+	p.off += int64(n)
+	return n, nil
+}
+
+// piece returns piece i: the first fetched ahead if it is i, or fetched now
+// (after a seek, the pieces ahead are dropped).
+func (p *pieceReader) piece(i int) ([]byte, error) {
+	if len(p.ahead) > 0 && p.ahead[0].index == i {
+		got := <-p.ahead[0].got
+		p.ahead = p.ahead[1:]
+		return got.data, got.err
+	}
+	p.ahead = nil
+	return p.get(i)
+}
+
+// fetch starts fetching piece i in the background.
+func (p *pieceReader) fetch(i int) {
+	got := make(chan fetchedPiece, 1)
+	p.ahead = append(p.ahead, pendingPiece{i, got})
+	go func() {
+		data, err := p.get(i)
+		got <- fetchedPiece{data, err}
+	}()
+}
+
+func (p *pieceReader) get(i int) ([]byte, error) {
+	data, err := p.client.HGet(p.ctx, fileKey(p.file.ThreadID, p.file.ID), strconv.Itoa(i)).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, fmt.Errorf("store: file %s: %w", p.file.ID, ErrFileNotFound)
+	case err != nil:
+		return nil, wrapRedisError("get file", err)
+	}
+	want := p.ends[i]
+	if i > 0 {
+		want -= p.ends[i-1]
+	}
+	if int64(len(data)) != want {
+		return nil, fmt.Errorf("store: file %s: piece %d holds %d bytes of %d", p.file.ID, i, len(data), want)
+	}
+	return data, nil
+}
+
+func (p *pieceReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += p.off
+	case io.SeekEnd:
+		offset += p.file.Size
+	default:
+		return 0, errors.New("store: seek: bad whence")
+	}
+	if offset < 0 {
+		return 0, errors.New("store: seek before the start of the file")
+	}
+	p.off = offset
+	return offset, nil
 }
 
 // readFile checks the principal's thread and reads the file's record with

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"chatd/internal/api"
 	"chatd/internal/processor/agent"
 	"chatd/internal/redistest"
 	"chatd/internal/store"
@@ -28,7 +27,11 @@ var (
 
 // storeReader reads files from the store chatd serves, as cmd/chatd wires
 // the agents.
-type storeReader struct{ st api.FileStore }
+type storeReader struct {
+	st interface {
+		GetFile(ctx context.Context, threadID, principal, fileID string) (store.File, []byte, error)
+	}
+}
 
 func (r storeReader) ReadFile(ctx context.Context, threadID, principal, fileID string) (agent.StoredFile, error) {
 	f, data, err := r.st.GetFile(ctx, threadID, principal, fileID)
