@@ -18,7 +18,9 @@ var luaFiles embed.FS
 
 // newScript returns the script lua/<name>, linked (see linkScript), under
 // the shebang that says what Redis may run it on (see scriptFlags).
-func newScript(name string) *redis.Script { return redis.NewScript(scriptFlags(name) + linkScript(name)) }
+func newScript(name string) *redis.Script {
+	return redis.NewScript(scriptFlags(name) + linkScript(name))
+}
 
 // readOnlyScripts are the scripts that write nothing.
 // (get_thread, history_page and turn_events may convert an earlier layout
