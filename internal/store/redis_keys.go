@@ -24,7 +24,7 @@ func keysFor(threadID string) redisKeys {
 		msgdata:      p + "msgdata",
 		pending:      p + "pending",
 		elicitations: p + "elicitations",
-		lock:         p + "lock",
+		lock:         lockKey(threadID),
 		idem:         p + "idem",
 		idemexp:      p + "idemexp",
 	}
@@ -33,6 +33,10 @@ func keysFor(threadID string) redisKeys {
 func (k redisKeys) all() []string {
 	return []string{k.thread, k.hist, k.tree, k.msgs, k.msgdata, k.pending, k.elicitations, k.lock, k.idem, k.idemexp}
 }
+
+// lockKey is the key of the thread's running-turn lock, alone: a streamed
+// turn's appends and lease renewals need no other, and build it per call.
+func lockKey(threadID string) string { return "chatd:{" + threadID + "}:lock" }
 
 // turnKey is the stream that logs a turn's events; it shares its thread's
 // hash tag.

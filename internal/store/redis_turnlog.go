@@ -12,7 +12,7 @@ import (
 // trip that the appends of other turns on this instance may share
 // (appendBatcher). A log that has expired takes nothing and is not an error.
 func (r *Redis) AppendTurnEvents(ctx context.Context, threadID, turnID string, events []TurnEvent) error {
-	return r.appends.append(ctx, appendEventsCall{k: keysFor(threadID), logKey: turnKey(threadID, turnID),
+	return r.appends.append(ctx, appendEventsCall{lockKey: lockKey(threadID), logKey: turnKey(threadID, turnID),
 		turnID: turnID, eventsTTL: r.opts.TurnEventsTTL, log: newLogBatch(TurnEvent{}, events)})
 }
 

@@ -185,7 +185,7 @@ func (r *Redis) commitCall(c Commit) (commitTurnCall, error) {
 // returns ErrLockLost when rel.LockToken no longer holds the lock, which
 // includes a re-send of a release that ran.
 func (r *Redis) Release(ctx context.Context, rel ReleaseTurn) error {
-	call := releaseTurnCall{k: keysFor(rel.ThreadID), logKey: turnKey(rel.ThreadID, rel.TurnID), token: rel.LockToken,
+	call := releaseTurnCall{lockKey: lockKey(rel.ThreadID), logKey: turnKey(rel.ThreadID, rel.TurnID), token: rel.LockToken,
 		log: newLogBatch(rel.Start, rel.Events)}
 	if rel.TurnID != "" {
 		call.eventsTTL = r.opts.TurnEventsTTL
@@ -216,7 +216,7 @@ func (r *Redis) RenewLock(ctx context.Context, threadID, lockToken, turnID strin
 	if err := checkLockTTL(ttl); err != nil {
 		return err
 	}
-	status, _, err := r.holds.run(ctx, "renew lock", renewLockCall{k: keysFor(threadID), logKey: turnKey(threadID, turnID),
+	status, _, err := r.holds.run(ctx, "renew lock", renewLockCall{lockKey: lockKey(threadID), logKey: turnKey(threadID, turnID),
 		token: lockToken, lease: ttl, eventsTTL: r.opts.TurnEventsTTL})
 	if err != nil {
 		return err

@@ -297,7 +297,7 @@ func (c commitTurnCall) args() []any {
 // releaseTurnCall ends a begun turn without its outcome; eventsTTL is zero
 // for a turn that keeps no log.
 type releaseTurnCall struct {
-	k         redisKeys
+	lockKey   string
 	logKey    string
 	token     string
 	eventsTTL time.Duration
@@ -305,7 +305,7 @@ type releaseTurnCall struct {
 }
 
 func (releaseTurnCall) script() *redis.Script { return releaseTurnScript }
-func (c releaseTurnCall) keys() []string      { return []string{c.k.lock, c.logKey} }
+func (c releaseTurnCall) keys() []string      { return []string{c.lockKey, c.logKey} }
 func (c releaseTurnCall) args() []any {
 	return []any{c.token, c.eventsTTL.Milliseconds(), c.log.last, c.log.records}
 }
@@ -313,7 +313,7 @@ func (c releaseTurnCall) args() []any {
 // renewLockCall extends a running turn's lock lease to lease, and its log
 // to eventsTTL past it.
 type renewLockCall struct {
-	k         redisKeys
+	lockKey   string
 	logKey    string
 	token     string
 	lease     time.Duration
@@ -321,7 +321,7 @@ type renewLockCall struct {
 }
 
 func (renewLockCall) script() *redis.Script { return renewLockScript }
-func (c renewLockCall) keys() []string      { return []string{c.k.lock, c.logKey} }
+func (c renewLockCall) keys() []string      { return []string{c.lockKey, c.logKey} }
 func (c renewLockCall) args() []any {
 	return []any{c.token, c.lease.Milliseconds(), c.eventsTTL.Milliseconds()}
 }
@@ -344,7 +344,7 @@ func (c historyPageCall) args() []any {
 // appendEventsCall appends a batch of events to running turn turnID's log,
 // which then lives eventsTTL past its lock.
 type appendEventsCall struct {
-	k         redisKeys
+	lockKey   string
 	logKey    string
 	turnID    string
 	eventsTTL time.Duration
@@ -352,7 +352,7 @@ type appendEventsCall struct {
 }
 
 func (appendEventsCall) script() *redis.Script { return appendEventsScript }
-func (c appendEventsCall) keys() []string      { return []string{c.logKey, c.k.lock} }
+func (c appendEventsCall) keys() []string      { return []string{c.logKey, c.lockKey} }
 func (c appendEventsCall) args() []any {
 	return []any{c.turnID, c.eventsTTL.Milliseconds(), c.log.last, c.log.records}
 }

@@ -16,7 +16,11 @@ import (
 // A flush is a timer armed by the first event after the last flush, not a
 // goroutine and ticker per turn: an instance holds thousands of streamed
 // turns at once, most of them waiting on their model, and an idle turn then
-// costs no wake-ups at all.
+// costs no wake-ups at all. Every turn's timer fires on the same grid, the
+// multiples of the flush interval, so the turns of an instance flush
+// together and the store sends their appends in a few shared pipelines
+// rather than a round trip each (at 2,500 streams a chunk every 200 ms,
+// hundreds an append batch instead of one or two).
 type recorder struct {
 	e                *Engine
 	threadID, turnID string
@@ -50,8 +54,15 @@ func (r *recorder) add(ev Event) {
 // the caller holds mu.
 func (r *recorder) armLocked() {
 	if r.timer == nil && !r.stopped {
-		r.timer = time.AfterFunc(r.e.cfg.FlushEvery, r.flush)
+		r.timer = time.AfterFunc(untilNextTick(time.Now(), r.e.cfg.FlushEvery), r.flush)
 	}
+}
+
+// untilNextTick is how long from now to the next multiple of every: the
+// next flush of every turn. A flush at a tick arms the next for the tick
+// after, so a turn still writes at most once an interval.
+func untilNextTick(now time.Time, every time.Duration) time.Duration {
+	return now.Truncate(every).Add(every).Sub(now)
 }
 
 // flush writes what is buffered. On failure the events go back to the
