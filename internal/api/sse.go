@@ -36,11 +36,17 @@ func acceptable(params string) bool {
 }
 
 // sseStream writes Server-Sent Events, each with its turn's event ID, and a
-// comment heartbeat while idle. Events are queued and one writer goroutine owns the
-// connection, so sending never waits on the client: the turn runs at the
-// processor's pace whatever the client does, and a client that stops reading
-// or goes away just misses the rest of the stream (the turn is persisted
-// regardless). It is safe for concurrent use; sends after close are dropped.
+// comment heartbeat while idle. Events are queued and written by a writer
+// that runs only while there is something to write, so sending never waits
+// on the client: the turn runs at the processor's pace whatever the client
+// does, and a client that stops reading or goes away just misses the rest of
+// the stream (the turn is persisted regardless). It is safe for concurrent
+// use; sends after close are dropped.
+//
+// The writer is a goroutine started when output is queued and none is
+// running, ending when the queue is empty, and the heartbeat a timer: a
+// stream waiting on its model, as thousands of long streams on an instance
+// mostly are, holds no goroutine and no goroutine stack of its own.
 type sseStream struct {
 	rc *http.ResponseController
 	w  http.ResponseWriter
@@ -48,6 +54,7 @@ type sseStream struct {
 	// when the stream closes, so a stalled client cannot keep a connection
 	// busy (Config.WriteTimeout).
 	writeTimeout time.Duration
+	heartbeat    time.Duration // the idle time before a heartbeat; <= 0 for none
 
 	// limit is how many bytes of encoded events may wait for the client
 	// (Config.SSEBufferBytes): a client that falls further behind is too
@@ -66,8 +73,12 @@ type sseStream struct {
 	closed    bool
 	drainBy   time.Time // the deadline for what is queued at close
 
-	wake chan struct{} // has work for the writer; capacity 1
-	done chan struct{} // closed when the writer has stopped
+	running    bool        // a writer is running
+	headersDue bool        // the headers wait to be flushed
+	beatDue    bool        // a heartbeat waits to be written
+	idle       *time.Timer // the next heartbeat, armed while no writer runs
+	finished   bool        // the writer is done for good; done is closed
+	done       chan struct{}
 }
 
 // startStream sends the SSE headers and starts the stream's writer.
@@ -79,11 +90,16 @@ func (s *Server) startStream(w http.ResponseWriter) *sseStream {
 	w.WriteHeader(http.StatusOK)
 	st := &sseStream{
 		w: w, rc: http.NewResponseController(w), writeTimeout: s.cfg.WriteTimeout,
-		limit: s.cfg.SSEBufferBytes, metrics: s.metrics,
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		heartbeat: s.cfg.HeartbeatInterval, limit: s.cfg.SSEBufferBytes, metrics: s.metrics,
+		done: make(chan struct{}),
 	}
 	s.metrics.streamOpened()
-	go st.run(s.cfg.HeartbeatInterval)
+	// The headers go out now, so the client sees the stream open before the
+	// first event.
+	st.mu.Lock()
+	st.headersDue = true
+	st.wakeLocked()
+	st.mu.Unlock()
 	return st
 }
 
@@ -138,15 +154,15 @@ func (st *sseStream) roomLocked(n int) bool {
 func (st *sseStream) queuedLocked(b []byte) {
 	st.metrics.queued(len(b) - len(st.pending))
 	st.pending = b
-	st.signal()
+	st.wakeLocked()
 }
 
-// signal wakes the writer without waiting: a wake already pending covers
-// this one.
-func (st *sseStream) signal() {
-	select {
-	case st.wake <- struct{}{}:
-	default:
+// wakeLocked starts the writer unless it is running or done; the caller
+// holds mu. A running writer takes what was queued before it stops.
+func (st *sseStream) wakeLocked() {
+	if !st.running && !st.finished {
+		st.running = true
+		go st.run()
 	}
 }
 
@@ -161,7 +177,7 @@ func (st *sseStream) abandonLocked() {
 	st.metrics.queued(-len(st.pending) - st.writing)
 	st.pending, st.writing, st.spare = nil, 0, nil
 	_ = st.rc.SetWriteDeadline(time.Unix(1, 0))
-	st.signal()
+	st.wakeLocked()
 }
 
 // close lets the writer send what is queued, within writeTimeout, and
@@ -171,96 +187,102 @@ func (st *sseStream) close() {
 	if !st.closed {
 		st.closed = true
 		st.drainBy = time.Now().Add(st.writeTimeout)
-		st.signal()
+		st.wakeLocked()
 	}
 	st.mu.Unlock()
 	<-st.done
 }
 
-// run is the writer: the only goroutine that touches the connection once
-// the stream has started. It writes queued events in batches, and a
-// heartbeat when nothing has been written for every (never if every <= 0).
-func (st *sseStream) run(every time.Duration) {
-	defer close(st.done)
-	defer st.metrics.streamClosed()
-	var idle <-chan time.Time
-	var timer *time.Timer
-	if every > 0 {
-		timer = time.NewTimer(every)
-		defer timer.Stop()
-		idle = timer.C
-	}
-	// The headers go out now, so the client sees the stream open before the
-	// first event.
-	if !st.write(nil) {
-		return
-	}
+// run is the writer: while it runs, the only goroutine that touches the
+// connection. It writes what is queued, in batches, until nothing is.
+func (st *sseStream) run() {
 	for {
-		select {
-		case <-st.wake:
-		case <-idle:
-			if !st.write([]byte(": heartbeat\n\n")) {
-				return
-			}
-			timer.Reset(every)
-			continue
+		batch, ok := st.next()
+		if !ok {
+			return
 		}
-		for {
-			batch, more := st.take()
-			if !more {
-				if st.finish() {
-					return
-				}
-				break
-			}
-			if !st.write(batch) {
-				return
-			}
-		}
-		if timer != nil {
-			timer.Reset(every)
-		}
+		st.write(batch) // a failure abandons the stream, as next then sees
 	}
 }
 
-// take hands the writer the queued events; more is false when there are
-// none. The writer's previous batch becomes the next queue buffer.
-func (st *sseStream) take() (batch []byte, more bool) {
+// next hands the writer what to write next: the queued events, else the
+// headers or a heartbeat that are due. When there is nothing, the writer
+// stops: for good when the stream is abandoned or closed (a cleanly closed
+// stream clears its write deadline, so a kept-alive connection is not cut
+// short later), else until more is queued, with a heartbeat armed for when
+// nothing has been for the heartbeat interval. The writer's previous batch
+// becomes the next queue buffer.
+func (st *sseStream) next() (batch []byte, ok bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.metrics.queued(-st.writing)
 	st.writing = 0
-	if st.abandoned || len(st.pending) == 0 {
+	switch {
+	case st.abandoned:
+		st.finishLocked()
+		return nil, false
+	case len(st.pending) > 0:
+		batch = st.pending
+		st.pending, st.spare, st.writing = st.spare[:0], batch, len(batch)
+		st.headersDue, st.beatDue = false, false // the batch's flush covers them
+		return batch, true
+	case st.headersDue:
+		st.headersDue = false
+		return nil, true // a flush
+	case st.beatDue:
+		st.beatDue = false
+		return heartbeatComment, true
+	case st.closed:
+		_ = st.rc.SetWriteDeadline(time.Time{})
+		st.finishLocked()
 		return nil, false
 	}
-	batch = st.pending
-	st.pending, st.spare, st.writing = st.spare[:0], batch, len(batch)
-	return batch, true
+	st.running = false
+	if st.heartbeat > 0 {
+		if st.idle == nil {
+			st.idle = time.AfterFunc(st.heartbeat, st.beat)
+		} else {
+			st.idle.Reset(st.heartbeat)
+		}
+	}
+	return nil, false
 }
 
-// finish reports whether the writer is done: the stream is abandoned, or
-// closed with nothing left to write. A cleanly finished stream clears its
-// write deadline, so a kept-alive connection is not cut short later.
-func (st *sseStream) finish() bool {
+// heartbeatComment is what a heartbeat writes: an SSE comment, which
+// clients ignore and proxies see as traffic.
+var heartbeatComment = []byte(": heartbeat\n\n")
+
+// beat runs the writer for a heartbeat, on the idle timer's goroutine,
+// unless a writer has started since the timer was armed (it arms the timer
+// again when it stops) or the stream is closing.
+func (st *sseStream) beat() {
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.abandoned {
-		return true
+	if st.running || st.finished || st.closed {
+		st.mu.Unlock()
+		return
 	}
-	if st.closed && len(st.pending) == 0 {
-		_ = st.rc.SetWriteDeadline(time.Time{})
-		return true
+	st.running, st.beatDue = true, true
+	st.mu.Unlock()
+	st.run()
+}
+
+// finishLocked ends the writer for good; the caller holds mu.
+func (st *sseStream) finishLocked() {
+	st.running, st.finished = false, true
+	if st.idle != nil {
+		st.idle.Stop()
 	}
-	return false
+	st.metrics.streamClosed()
+	close(st.done)
 }
 
 // write sends b and flushes under a deadline (an empty b just flushes). A
-// failure abandons the stream; write reports whether it succeeded.
-func (st *sseStream) write(b []byte) bool {
+// failure abandons the stream.
+func (st *sseStream) write(b []byte) {
 	st.mu.Lock()
 	if st.abandoned {
 		st.mu.Unlock()
-		return false
+		return
 	}
 	// Set under mu, so abandonLocked's deadline is never overwritten.
 	deadline := time.Now().Add(st.writeTimeout)
@@ -281,7 +303,5 @@ func (st *sseStream) write(b []byte) bool {
 		st.mu.Lock()
 		st.abandonLocked()
 		st.mu.Unlock()
-		return false
 	}
-	return true
 }
