@@ -210,7 +210,7 @@ func (st *sseStream) run() {
 // stops: for good when the stream is abandoned or closed (a cleanly closed
 // stream clears its write deadline, so a kept-alive connection is not cut
 // short later), else until more is queued, with a heartbeat armed for when
-// nothing has been for the heartbeat interval. The writer's previous batch
+// nothing has been written for the heartbeat interval. The writer's previous batch
 // becomes the next queue buffer.
 func (st *sseStream) next() (batch []byte, ok bool) {
 	st.mu.Lock()

@@ -34,8 +34,9 @@ func (k redisKeys) all() []string {
 	return []string{k.thread, k.hist, k.tree, k.msgs, k.msgdata, k.pending, k.elicitations, k.lock, k.idem, k.idemexp}
 }
 
-// lockKey is the key of the thread's running-turn lock, alone: a streamed
-// turn's appends and lease renewals need no other, and build it per call.
+// lockKey is the key of the thread's running-turn lock: a streamed turn's
+// appends, renewals and release use no other thread key, and build only
+// this one on every call rather than all of keysFor's.
 func lockKey(threadID string) string { return "chatd:{" + threadID + "}:lock" }
 
 // turnKey is the stream that logs a turn's events; it shares its thread's
