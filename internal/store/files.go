@@ -1,9 +1,11 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -28,6 +30,41 @@ type File struct {
 	// SHA256 is the lowercase hex digest of the bytes.
 	SHA256    string
 	CreatedAt time.Time
+}
+
+// A FileUpload stores a file whose bytes arrive after its record: a store's
+// CreateFile counts the file against the principal's quota and returns one,
+// ReadFrom takes the bytes as they arrive (a store may send them on while
+// the next arrive), and Commit lists the file once they are all there.
+// Until Commit succeeds, the file is not a file of its thread; Abort, which
+// is a no-op after Commit, discards what was taken and frees the quota.
+type FileUpload interface {
+	// ReadFrom reads the file's bytes from r until EOF; more than the
+	// record's Size is an error.
+	ReadFrom(r io.Reader) (int64, error)
+	// Commit lists the file, whose bytes' SHA-256 is sha256 (lowercase
+	// hex): ErrNotFound for a thread that is not the principal's, ErrFull.
+	Commit(ctx context.Context, sha256 string) error
+	// Abort discards the upload.
+	Abort()
+}
+
+// checkUpload refuses a record a FileUpload cannot be made for: a caller's
+// bug, never a client's input.
+func checkUpload(f File) error {
+	if f.ID == "" || f.ThreadID == "" {
+		return errors.New("store: a file needs an ID and a thread")
+	}
+	if f.Size < 0 {
+		return fmt.Errorf("store: file %s: size %d", f.ID, f.Size)
+	}
+	return nil
+}
+
+// errUploadTooLong ends a FileUpload's ReadFrom given more bytes than its
+// record's Size.
+func errUploadTooLong(f File) error {
+	return fmt.Errorf("store: file %s: more than its %d bytes", f.ID, f.Size)
 }
 
 // fileRecord is how a file's record is encoded in a store.
@@ -59,8 +96,8 @@ func decodeFile(threadID, fileID, s string) (File, error) {
 // checkFile refuses a record whose size does not match its bytes, or that
 // names no thread or ID: a caller's bug, never a client's input.
 func checkFile(f File, data []byte) error {
-	if f.ID == "" || f.ThreadID == "" {
-		return errors.New("store: a file needs an ID and a thread")
+	if err := checkUpload(f); err != nil {
+		return err
 	}
 	if f.Size != int64(len(data)) {
 		return fmt.Errorf("store: file %s: size %d for %d bytes", f.ID, f.Size, len(data))

@@ -24,6 +24,7 @@ import (
 type fileStore interface {
 	contractStore
 	PutFile(ctx context.Context, principal string, f store.File, data []byte) error
+	CreateFile(ctx context.Context, principal string, f store.File) (store.FileUpload, error)
 	StatFile(ctx context.Context, threadID, principal, fileID string) (store.File, error)
 	GetFile(ctx context.Context, threadID, principal, fileID string) (store.File, []byte, error)
 	OpenFile(ctx context.Context, threadID, principal, fileID string) (store.File, io.ReadSeeker, error)
@@ -44,6 +45,8 @@ func runFilesContract(t *testing.T, newStore newFileStoreFunc) {
 	}{
 		{"PutGetDelete", testFilePutGetDelete},
 		{"OpenRead", testFileOpenRead},
+		{"Upload", testFileUpload},
+		{"UploadEnds", testFileUploadEnds},
 		{"Tenancy", testFileTenancy},
 		{"Quota", testFileQuota},
 		{"GoWithThread", testFilesGoWithThread},
@@ -172,6 +175,133 @@ func testFileOpenRead(t *testing.T, newStore newFileStoreFunc) {
 		} else {
 			assert.True(t, bytes.Equal(data[10:], rest))
 		}
+	})
+}
+
+// chunkReader hands out its bytes a few thousand at a time, as a request
+// body arrives, in reads that do not line up with the pieces.
+type chunkReader struct{ rest []byte }
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.rest) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 7919)], c.rest)
+	c.rest = c.rest[n:]
+	return n, nil
+}
+
+// testFileUpload stores files through CreateFile, their bytes arriving in
+// small reads, and reads back what PutFile would have stored.
+func testFileUpload(t *testing.T, newStore newFileStoreFunc) {
+	ctx := context.Background()
+	st := newStore(t, testOpts)
+	th := mustCreateThread(t, st)
+	const piece = 256<<10 - 16 // a full piece in Redis
+	for _, n := range []int{0, 1, 7919, piece - 1, piece, piece + 1, 2 * piece, 3*piece + 12345} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			want, data := newTestFile(t, th.ID, n)
+			up, err := st.CreateFile(ctx, alice, want)
+			require.NoError(t, err)
+			read, err := up.ReadFrom(&chunkReader{data})
+			require.NoError(t, err)
+			assert.EqualValues(t, n, read)
+			require.NoError(t, up.Commit(ctx, want.SHA256))
+			up.Abort() // after Commit, nothing
+
+			got, gotData, err := st.GetFile(ctx, th.ID, alice, want.ID)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			assert.True(t, bytes.Equal(data, gotData), "the bytes read back are the bytes uploaded")
+			_, rd, err := st.OpenFile(ctx, th.ID, alice, want.ID)
+			require.NoError(t, err)
+			streamed, err := io.ReadAll(rd)
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(data, streamed), "the bytes downloaded are the bytes uploaded")
+		})
+	}
+}
+
+// testFileUploadEnds checks the ways an upload ends without a file: given
+// up, given too many or too few bytes, over quota, on a thread that is not
+// the principal's. None leaves a file, and each frees its quota.
+func testFileUploadEnds(t *testing.T, newStore newFileStoreFunc) {
+	ctx := context.Background()
+	const size = 600 << 10 // three pieces in Redis
+	opts := testOpts
+	opts.FilesMaxBytes = size
+	st := newStore(t, opts)
+	owner := newQuotaOwner()
+	th := mustCreateOwnedThread(t, st, owner)
+	// fits checks that the whole quota is free: no upload kept any of it.
+	fits := func(t *testing.T) {
+		t.Helper()
+		f, _ := mustPutOwnedFile(t, st, owner, th.ID, size)
+		require.NoError(t, st.DeleteFile(ctx, th.ID, owner, f.ID))
+	}
+	gone := func(t *testing.T, f store.File) {
+		t.Helper()
+		_, err := st.StatFile(ctx, th.ID, owner, f.ID)
+		assert.ErrorIs(t, err, store.ErrFileNotFound)
+	}
+
+	t.Run("aborted", func(t *testing.T) {
+		f, data := newTestFile(t, th.ID, size)
+		up, err := st.CreateFile(ctx, owner, f)
+		require.NoError(t, err)
+		_, err = up.ReadFrom(&chunkReader{data[:size-1000]})
+		require.NoError(t, err)
+		up.Abort()
+		assert.Error(t, up.Commit(ctx, f.SHA256), "an aborted upload cannot be committed")
+		gone(t, f)
+		fits(t)
+	})
+	t.Run("too many bytes", func(t *testing.T) {
+		f, data := newTestFile(t, th.ID, size)
+		up, err := st.CreateFile(ctx, owner, f)
+		require.NoError(t, err)
+		_, err = up.ReadFrom(&chunkReader{append(data, 'x')})
+		assert.Error(t, err)
+		up.Abort()
+		gone(t, f)
+		fits(t)
+	})
+	t.Run("too few bytes", func(t *testing.T) {
+		f, data := newTestFile(t, th.ID, size)
+		up, err := st.CreateFile(ctx, owner, f)
+		require.NoError(t, err)
+		_, err = up.ReadFrom(&chunkReader{data[:size-1]})
+		require.NoError(t, err)
+		assert.Error(t, up.Commit(ctx, f.SHA256))
+		up.Abort()
+		gone(t, f)
+		fits(t)
+	})
+	t.Run("over quota", func(t *testing.T) {
+		kept, _ := mustPutOwnedFile(t, st, owner, th.ID, 1)
+		f, _ := newTestFile(t, th.ID, size)
+		_, err := st.CreateFile(ctx, owner, f)
+		assert.ErrorIs(t, err, store.ErrFileQuotaExceeded, "counted before any byte arrives")
+		require.NoError(t, st.DeleteFile(ctx, th.ID, owner, kept.ID))
+		fits(t)
+	})
+	t.Run("another's thread", func(t *testing.T) {
+		f, data := newTestFile(t, th.ID, size)
+		intruder := newQuotaOwner()
+		// The embedded store refuses at once; Redis when the file is
+		// listed, after the bytes.
+		up, err := st.CreateFile(ctx, intruder, f)
+		if err == nil {
+			defer up.Abort()
+			_, err = up.ReadFrom(&chunkReader{data})
+			require.NoError(t, err)
+			err = up.Commit(ctx, f.SHA256)
+		}
+		assert.ErrorIs(t, err, store.ErrNotFound)
+		gone(t, f)
+		// The intruder's quota is whole again.
+		others := mustCreateOwnedThread(t, st, intruder)
+		mustPutOwnedFile(t, st, intruder, others.ID, size)
 	})
 }
 
@@ -345,6 +475,28 @@ func TestRedisFileKeys(t *testing.T) {
 			assert.Equal(t, threadSlot, slot)
 		}
 	}
+
+	// An upload's pieces expire until the file is listed, and an aborted
+	// upload leaves none.
+	f, data := newTestFile(t, th.ID, 3<<20)
+	up, err := st.CreateFile(ctx, alice, f)
+	require.NoError(t, err)
+	_, err = up.ReadFrom(bytes.NewReader(data[:2<<20]))
+	require.NoError(t, err)
+	key := "chatd:{" + th.ID + "}:file:" + f.ID
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		n, err := rdb.HLen(ctx, key).Result()
+		require.NoError(c, err)
+		assert.Positive(c, n, "pieces are sent while the upload goes on")
+	}, 10*time.Second, 10*time.Millisecond)
+	ttl, err := rdb.PTTL(ctx, key).Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, time.Duration(0), "the pieces of an upload expire")
+	up.Abort()
+	n, err := rdb.Exists(ctx, key).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "an aborted upload leaves no key")
+
 	require.NoError(t, st.DeleteThread(ctx, th.ID, alice))
 	left, err := rdb.Keys(ctx, "chatd:{"+th.ID+"}:*").Result()
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -142,3 +143,83 @@ func (m *Memory) release(owner string, f *memFile) {
 		delete(m.fs.usage, owner)
 	}
 }
+
+// CreateFile begins a file of the principal's thread f.ThreadID whose
+// f.Size bytes come after (see FileUpload): the embedded store takes them
+// into one buffer and stores the file at Commit. The thread, the store's
+// bound and the principal's quota are checked now and again at Commit:
+// ErrNotFound, ErrFull, ErrFileQuotaExceeded.
+func (m *Memory) CreateFile(ctx context.Context, principal string, f File) (FileUpload, error) {
+	if err := checkUpload(f); err != nil {
+		return nil, err
+	}
+	if err := m.admitFile(principal, f); err != nil {
+		return nil, err
+	}
+	return &memFileUpload{m: m, principal: principal, file: f, data: make([]byte, 0, f.Size)}, nil
+}
+
+// admitFile returns the error storing f would fail with now, if any.
+func (m *Memory) admitFile(principal string, f File) error {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.owned(f.ThreadID, principal, now); err != nil {
+		return err
+	}
+	if err := m.usage.admitBytes(fileRecordOverhead + f.Size); err != nil {
+		return err
+	}
+	if m.fs.usage[principal]+f.Size > m.opts.FilesMaxBytes {
+		return fmt.Errorf("store: principal keeps %d bytes of files: %w", m.fs.usage[principal], ErrFileQuotaExceeded)
+	}
+	return nil
+}
+
+// memFileUpload is the embedded store's FileUpload.
+type memFileUpload struct {
+	m         *Memory
+	principal string
+	file      File
+	data      []byte // cap file.Size
+}
+
+func (u *memFileUpload) ReadFrom(r io.Reader) (int64, error) {
+	var n int64
+	for {
+		if len(u.data) == cap(u.data) {
+			// One byte more than the record's size is one too many.
+			var extra [1]byte
+			m, err := io.ReadFull(r, extra[:])
+			if m > 0 {
+				return n, errUploadTooLong(u.file)
+			}
+			if err == io.EOF {
+				return n, nil
+			}
+			return n, err
+		}
+		m, err := r.Read(u.data[len(u.data):cap(u.data)])
+		u.data = u.data[:len(u.data)+m]
+		n += int64(m)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+func (u *memFileUpload) Commit(ctx context.Context, sha256 string) error {
+	if u.data == nil {
+		return errors.New("store: file upload already ended")
+	}
+	f := u.file
+	f.SHA256 = sha256
+	err := u.m.PutFile(ctx, u.principal, f, u.data)
+	u.data = nil
+	return err
+}
+
+func (u *memFileUpload) Abort() { u.data = nil }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,15 +43,157 @@ func (r *Redis) PutFile(ctx context.Context, principal string, f File, data []by
 	if err := checkFile(f, data); err != nil {
 		return err
 	}
+	up, err := r.CreateFile(ctx, principal, f)
+	if err != nil {
+		return err
+	}
+	defer up.Abort()
+	if _, err := up.ReadFrom(bytes.NewReader(data)); err != nil {
+		return err
+	}
+	return up.Commit(ctx, f.SHA256)
+}
+
+// CreateFile begins a file of the principal's thread f.ThreadID whose
+// f.Size bytes come after (see FileUpload), counting it against the
+// principal's quota now: ErrFileQuotaExceeded, ErrUnavailable. Each full
+// piece (fileChunks) goes to Redis as soon as it has arrived, while the
+// next arrive, so the bytes reach Redis about when the last of them
+// reaches chatd and an upload holds a few pieces in memory, not the file.
+// The pieces' key expires after ThreadTTL until Commit lists the file, so
+// the bytes of an upload that never ends do not stay.
+func (r *Redis) CreateFile(ctx context.Context, principal string, f File) (FileUpload, error) {
+	if err := checkUpload(f); err != nil {
+		return nil, err
+	}
+	if err := r.reserveFile(ctx, principal, f); err != nil {
+		return nil, err
+	}
+	return &redisFileUpload{r: r, ctx: ctx, principal: principal, file: f,
+		key: fileKey(f.ThreadID, f.ID), slots: make(chan struct{}, piecesInFlight)}, nil
+}
+
+// piecesInFlight is how many pieces an upload sends to Redis at once.
+const piecesInFlight = 4
+
+// piecePool holds the buffers uploads fill with pieces, fileChunkMax each.
+var piecePool = sync.Pool{New: func() any { return new([fileChunkMax]byte) }}
+
+// redisFileUpload is Redis's FileUpload.
+type redisFileUpload struct {
+	r         *Redis
+	ctx       context.Context
+	principal string
+	file      File
+	key       string
+
+	piece   *[fileChunkMax]byte // the piece being filled, or nil
+	filled  int                 // of piece
+	sent    int                 // full pieces handed to senders
+	written int64
+	ended   bool
+
+	slots   chan struct{} // one per piece being sent
+	senders sync.WaitGroup
+	mu      sync.Mutex
+	err     error // the first failed send's
+}
+
+func (u *redisFileUpload) ReadFrom(src io.Reader) (int64, error) {
+	var n int64
+	for {
+		if err := u.sendErr(); err != nil {
+			return n, err
+		}
+		if u.piece == nil {
+			u.piece, u.filled = piecePool.Get().(*[fileChunkMax]byte), 0
+		}
+		m, err := src.Read(u.piece[u.filled:])
+		u.filled += m
+		u.written += int64(m)
+		n += int64(m)
+		if u.written > u.file.Size {
+			return n, errUploadTooLong(u.file)
+		}
+		if u.filled == fileChunkMax {
+			u.send(u.sent, u.piece)
+			u.sent++
+			u.piece = nil
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// send writes a full piece in the background, once fewer than
+// piecesInFlight are being sent (so a fast client waits for Redis rather
+// than filling chatd's memory), and gives its buffer back after.
+func (u *redisFileUpload) send(index int, piece *[fileChunkMax]byte) {
+	u.slots <- struct{}{}
+	u.senders.Add(1)
+	go func() {
+		defer u.senders.Done()
+		_, err := u.r.client.TxPipelined(u.ctx, func(pipe redis.Pipeliner) error {
+			pipe.HSet(u.ctx, u.key, strconv.Itoa(index), piece[:])
+			pipe.PExpire(u.ctx, u.key, u.r.opts.ThreadTTL)
+			return nil
+		})
+		piecePool.Put(piece)
+		<-u.slots
+		if err != nil {
+			u.mu.Lock()
+			if u.err == nil {
+				u.err = wrapRedisError("put file", err)
+			}
+			u.mu.Unlock()
+		}
+	}()
+}
+
+func (u *redisFileUpload) sendErr() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.err
+}
+
+// Commit waits for the pieces being sent and lists the file with
+// put_file.lua, in one pipeline with the last pieces, those smaller than a
+// full one.
+func (u *redisFileUpload) Commit(ctx context.Context, sha256 string) error {
+	if u.ended {
+		return errors.New("store: file upload already ended")
+	}
+	if u.written != u.file.Size {
+		return fmt.Errorf("store: file %s: %d bytes of %d", u.file.ID, u.written, u.file.Size)
+	}
+	u.senders.Wait()
+	if err := u.sendErr(); err != nil {
+		return err
+	}
+	f := u.file
+	f.SHA256 = sha256
 	record, err := encodeFile(f)
 	if err != nil {
 		return err
 	}
-	if err := r.reserveFile(ctx, principal, f); err != nil {
-		return err
+	var tail []byte
+	if u.piece != nil {
+		tail = u.piece[:u.filled]
 	}
-	call := putFileCall{threadID: f.ThreadID, principal: principal, fileID: f.ID, record: record, size: f.Size}
-	status, _, err := r.runAfter(ctx, "put file", call, r.writePieces(f, data))
+	call := putFileCall{threadID: f.ThreadID, principal: u.principal, fileID: f.ID, record: record, size: f.Size}
+	status, _, err := u.r.runAfter(ctx, "put file", call, func(pipe redis.Pipeliner) {
+		rest := tail
+		for i, n := range fileChunks(int64(len(tail))) {
+			pipe.HSet(ctx, u.key, strconv.Itoa(u.sent+i), rest[:n])
+			rest = rest[n:]
+		}
+		pipe.PExpire(ctx, u.key, u.r.opts.ThreadTTL)
+	})
+	u.end()
 	if err != nil {
 		// The file may have been written; a quota entry whose file does
 		// not exist is reclaimed when the quota is next reached.
@@ -59,27 +203,30 @@ func (r *Redis) PutFile(ctx context.Context, principal string, f File, data []by
 	case "OK":
 		return nil
 	case "NOTFOUND":
-		r.unreserveFiles(ctx, principal, []string{quotaField(f.ThreadID, f.ID)})
+		u.r.unreserveFiles(context.WithoutCancel(ctx), u.principal, []string{quotaField(f.ThreadID, f.ID)})
 		return fmt.Errorf("store: thread %s: %w", f.ThreadID, ErrNotFound)
 	}
 	return unexpectedStatus("put file", status)
 }
 
-// writePieces returns the pipeline step that writes a file's bytes, in
-// pieces, before put_file.lua lists it. The key expires after ThreadTTL
-// until the script gives it the thread's TTL, so bytes whose script never
-// ran do not stay.
-func (r *Redis) writePieces(f File, data []byte) func(redis.Pipeliner) {
-	return func(pipe redis.Pipeliner) {
-		ctx := context.Background()
-		key := fileKey(f.ThreadID, f.ID)
-		pipe.Del(ctx, key)
-		rest := data
-		for i, n := range fileChunks(f.Size) {
-			pipe.HSet(ctx, key, strconv.Itoa(i), rest[:n])
-			rest = rest[n:]
-		}
-		pipe.PExpire(ctx, key, r.opts.ThreadTTL)
+// Abort deletes the pieces sent and frees the quota.
+func (u *redisFileUpload) Abort() {
+	if u.ended {
+		return
+	}
+	u.senders.Wait()
+	u.end()
+	ctx := context.WithoutCancel(u.ctx)
+	_ = u.r.client.Del(ctx, u.key).Err() // if this fails, the key expires after ThreadTTL
+	u.r.unreserveFiles(ctx, u.principal, []string{quotaField(u.file.ThreadID, u.file.ID)})
+}
+
+// end marks the upload ended and gives back its buffer.
+func (u *redisFileUpload) end() {
+	u.ended = true
+	if u.piece != nil {
+		piecePool.Put(u.piece)
+		u.piece = nil
 	}
 }
 

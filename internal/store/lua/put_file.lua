@@ -1,6 +1,6 @@
--- Lists a file of a thread the principal owns, whose bytes the same
--- pipeline has just written (fields 0…n-1 of the file's key, which then
--- expires after ThreadTTL): its record goes into the key and the thread's
+-- Lists a file of a thread the principal owns, whose bytes have been
+-- written, the last of them by the same pipeline (fields 0…n-1 of the
+-- file's key, which until now expires after ThreadTTL): its record goes into the key and the thread's
 -- file index, and both get the thread's TTL. For a thread that is not the
 -- principal's the bytes are deleted. The bytes are not arguments of the
 -- script, which would copy each piece once more inside Redis.
