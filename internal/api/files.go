@@ -30,6 +30,10 @@ type FileStore interface {
 	// PutFile stores a file of the principal's thread, which may keep data
 	// itself: store.ErrNotFound, ErrFileQuotaExceeded, ErrFull.
 	PutFile(ctx context.Context, principal string, f store.File, data []byte) error
+	// CreateFile begins a file of the principal's thread whose bytes are
+	// still to arrive (see store.FileUpload): store.ErrNotFound,
+	// ErrFileQuotaExceeded, ErrFull, here or at Commit.
+	CreateFile(ctx context.Context, principal string, f store.File) (store.FileUpload, error)
 	// StatFile returns a file's record: store.ErrFileNotFound.
 	StatFile(ctx context.Context, threadID, principal, fileID string) (store.File, error)
 	// OpenFile returns a file and a reader of its bytes, which may fetch
@@ -63,12 +67,23 @@ func newFileView(f store.File) fileView {
 // boundaries, part headers and small fields.
 const multipartSlack = 64 << 10
 
-// upload is a file as a request carries it.
+// upload is a file as a request carries it: whole, or (a raw body of known
+// length) its size and first bytes, the rest still to arrive.
 type upload struct {
 	name     string
-	declared string // the type the client declared; "" for none
-	data     []byte
-	sum      []byte // data's SHA-256 when it was hashed as it arrived; nil if not
+	declared string      // the type the client declared; "" for none
+	data     []byte      // the file; with rest, its first bytes (filetype.SniffLen at most)
+	sum      []byte      // data's SHA-256 when it was hashed as it arrived; nil if not
+	rest     *bodyReader // the bytes after data, still to arrive; nil when data is the file
+	size     int64       // the file's size, with rest
+}
+
+// length is the upload's size in bytes.
+func (up upload) length() int64 {
+	if up.rest == nil {
+		return int64(len(up.data))
+	}
+	return up.size
 }
 
 // handleUploadFile stores a file: POST /v1/threads/{thread_id}/files, a
@@ -91,9 +106,11 @@ func (s *Server) handleUploadFile(w http.ResponseWriter, r *http.Request) error 
 	return writeJSON(w, http.StatusCreated, jsonType, newFileView(f))
 }
 
-// storeFile checks an upload's type and keeps it as a file of the thread.
+// storeFile checks an upload's size, name and type and keeps it as a file
+// of the thread; the type is judged from the first bytes, before the rest
+// arrive.
 func (s *Server) storeFile(ctx context.Context, threadID, principal string, up upload) (store.File, error) {
-	if int64(len(up.data)) > s.cfg.MaxFileBytes {
+	if up.length() > s.cfg.MaxFileBytes {
 		return store.File{}, fileTooLarge(s.cfg.MaxFileBytes)
 	}
 	name, err := cleanFileName(up.name)
@@ -106,17 +123,39 @@ func (s *Server) storeFile(ctx context.Context, threadID, principal string, up u
 		verr.Add("file", fmt.Sprintf("the file's bytes are not %s; declare the type they are, or none", up.declared))
 		return store.File{}, verr
 	}
+	f := store.File{ID: blocks.NewID(), ThreadID: threadID, Name: name, MIMEType: typ, Size: up.length(),
+		CreatedAt: blocks.Now()}
+	if up.rest != nil {
+		return s.streamFile(ctx, principal, f, up)
+	}
 	sum := up.sum
 	if sum == nil {
 		full := sha256.Sum256(up.data)
 		sum = full[:]
 	}
-	f := store.File{ID: blocks.NewID(), ThreadID: threadID, Name: name, MIMEType: typ, Size: int64(len(up.data)),
-		SHA256: hex.EncodeToString(sum), CreatedAt: blocks.Now()}
+	f.SHA256 = hex.EncodeToString(sum)
 	if err := s.store.PutFile(ctx, principal, f, up.data); err != nil {
 		return store.File{}, err
 	}
 	return f, nil
+}
+
+// streamFile stores a file whose bytes are still arriving: they go on to
+// the store as they come, which hashes them and may send them on while the
+// next arrive, so the file is stored about when its last byte has arrived.
+func (s *Server) streamFile(ctx context.Context, principal string, f store.File, up upload) (store.File, error) {
+	fu, err := s.store.CreateFile(ctx, principal, f)
+	if err != nil {
+		return store.File{}, err
+	}
+	defer fu.Abort()
+	if _, err := fu.ReadFrom(io.MultiReader(bytes.NewReader(up.data), up.rest)); err != nil {
+		if up.rest.err != nil {
+			return store.File{}, bodyReadError(up.rest.err, up.size)
+		}
+		return store.File{}, err
+	}
+	return fu.Commit(ctx)
 }
 
 func fileTooLarge(limit int64) error {
@@ -124,7 +163,8 @@ func fileTooLarge(limit int64) error {
 }
 
 // readUpload reads the file a request uploads, bounded by maxFile bytes of
-// file (413 beyond).
+// file (413 beyond). A raw body of known length is read only as far as its
+// type needs: the rest is left to arrive as it is stored.
 func readUpload(w http.ResponseWriter, r *http.Request, maxFile int64) (upload, error) {
 	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil && r.Header.Get("Content-Type") != "" {
@@ -143,6 +183,18 @@ func readUpload(w http.ResponseWriter, r *http.Request, maxFile int64) (upload, 
 		return upload{}, errorf(http.StatusBadRequest, "invalid_request",
 			"name: required; upload a file as multipart/form-data with a part named file, or as the body with ?name=")
 	}
+	declared := r.Header.Get("Content-Type")
+	if r.ContentLength >= 0 {
+		if r.ContentLength > maxFile {
+			return upload{}, fileTooLarge(maxFile)
+		}
+		body := &bodyReader{r: http.MaxBytesReader(w, r.Body, r.ContentLength)}
+		head := make([]byte, min(r.ContentLength, filetype.SniffLen))
+		if _, err := io.ReadFull(body, head); err != nil {
+			return upload{}, bodyReadError(err, r.ContentLength)
+		}
+		return upload{name: name, declared: declared, data: head, rest: body, size: r.ContentLength}, nil
+	}
 	data, sum, err := readAtMost(http.MaxBytesReader(w, r.Body, maxFile+1), maxFile+1, r.ContentLength)
 	if err != nil {
 		return upload{}, bodyReadError(err, maxFile)
@@ -150,7 +202,7 @@ func readUpload(w http.ResponseWriter, r *http.Request, maxFile int64) (upload, 
 	if int64(len(data)) > maxFile {
 		return upload{}, fileTooLarge(maxFile)
 	}
-	return upload{name: name, declared: r.Header.Get("Content-Type"), data: data, sum: sum}, nil
+	return upload{name: name, declared: declared, data: data, sum: sum}, nil
 }
 
 // bodyReader remembers the error its request body failed with, so a

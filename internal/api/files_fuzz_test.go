@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -63,8 +64,23 @@ func FuzzReadUpload(f *testing.F) {
 			}
 			return
 		}
-		if len(up.data) > maxFile {
-			t.Fatalf("accepted %d bytes, more than %d", len(up.data), maxFile)
+		size := len(up.data)
+		if up.rest != nil {
+			// A raw body of known length: its first bytes, enough to judge
+			// its type; the rest arrive as the file is stored.
+			if len(up.data) > filetype.SniffLen {
+				t.Fatalf("read %d bytes ahead, more than %d", len(up.data), filetype.SniffLen)
+			}
+			rest, err := io.ReadAll(up.rest)
+			if err != nil {
+				t.Fatalf("the rest of %q: %v", body, err)
+			}
+			if size += len(rest); int64(size) != up.size {
+				t.Fatalf("%d bytes arrived of %d", size, up.size)
+			}
+		}
+		if size > maxFile {
+			t.Fatalf("accepted %d bytes, more than %d", size, maxFile)
 		}
 		if clean, err := cleanFileName(up.name); err == nil && (clean == "" || strings.ContainsAny(clean, "/\\")) {
 			t.Fatalf("name %q kept as %q", up.name, clean)

@@ -6,11 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/textproto"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -337,4 +340,98 @@ func TestFileMalformedUploads(t *testing.T) {
 			assert.True(t, resp.Status >= 400 && resp.Status < 500, "status %d: %s", resp.Status, resp.Body)
 		})
 	}
+}
+
+// TestFileUploadWays uploads the same file, larger than Redis keeps in one
+// piece, in each way a client can: multipart, raw of known length (stored
+// as it arrives) and raw chunked. Each stores the same record and bytes.
+// A raw upload of known length that fails (its type contradicted, over the
+// quota, on another's thread, its body cut short) leaves nothing behind.
+func TestFileUploadWays(t *testing.T) {
+	forEachImplementation(t, func(t *testing.T, kind storeKind) {
+		data := append(bytes.Clone(testPNG), make([]byte, 700<<10)...)
+		_, err := rand.Read(data[len(testPNG):])
+		require.NoError(t, err)
+		opts := testStoreOpts
+		opts.FilesMaxBytes = int64(len(data))
+		var st api.Store = store.NewMemory(opts)
+		if kind == redisStore {
+			s, err := store.OpenRedis(redistest.Start(t).URL(), opts)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			st = s
+		}
+		ts := newTestServer(t, withStore(st))
+		th := ts.mustCreateThread(t, alice, "echo")
+		sum := sha256.Sum256(data)
+
+		chunked := func() *testResponse {
+			// A body the client does not know the length of (not a
+			// bytes.Reader) goes chunked.
+			body := io.MultiReader(bytes.NewReader(data[:1000]), bytes.NewReader(data[1000:]))
+			req, err := http.NewRequest(http.MethodPost, ts.URL+filesPath(th)+"?name=shot.png", body)
+			require.NoError(t, err)
+			req.Header.Set(principalHeader, alice)
+			req.Header.Set("Content-Type", "image/png")
+			resp, err := ts.Client().Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			got, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			return &testResponse{Status: resp.StatusCode, Header: resp.Header, Body: got}
+		}
+		ways := map[string]func() *testResponse{
+			"multipart": func() *testResponse { return ts.uploadMultipart(t, alice, th, "shot.png", "image/png", data) },
+			"raw":       func() *testResponse { return ts.uploadRaw(t, alice, th, "shot.png", "image/png", data) },
+			"chunked":   chunked,
+		}
+		for _, way := range []string{"multipart", "raw", "chunked"} {
+			resp := ways[way]()
+			mustStatus(t, resp, http.StatusCreated)
+			f := mustDecode[wireFile](t, resp.Body)
+			assert.Equal(t, "shot.png", f.Name, way)
+			assert.Equal(t, "image/png", f.MIMEType, way)
+			assert.EqualValues(t, len(data), f.Size, way)
+			assert.Equal(t, hex.EncodeToString(sum[:]), f.SHA256, way)
+			got := ts.do(t, testRequest{method: http.MethodGet, path: filePath(th, f.ID), as: alice})
+			mustStatus(t, got, http.StatusOK)
+			assert.True(t, bytes.Equal(data, got.Body), "%s: the bytes downloaded are the bytes uploaded", way)
+			mustStatus(t, ts.do(t, testRequest{method: http.MethodDelete, path: filePath(th, f.ID), as: alice}), http.StatusNoContent)
+		}
+
+		// quotaWhole checks that no failed upload kept any of the quota
+		// (nor, then, any bytes): the whole file fits again.
+		quotaWhole := func(t *testing.T) {
+			t.Helper()
+			var f wireFile
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				resp := ts.uploadRaw(t, alice, th, "shot.png", "image/png", data)
+				if assert.Equal(c, http.StatusCreated, resp.Status) {
+					f = mustDecode[wireFile](t, resp.Body)
+				}
+			}, 10*time.Second, 20*time.Millisecond)
+			mustStatus(t, ts.do(t, testRequest{method: http.MethodDelete, path: filePath(th, f.ID), as: alice}), http.StatusNoContent)
+		}
+		html := append([]byte("<!DOCTYPE html><html><script>alert(1)</script>"), bytes.Repeat([]byte(" "), 600<<10)...)
+		mustProblem(t, ts.uploadRaw(t, alice, th, "x.png", "image/png", html), http.StatusUnprocessableEntity, "validation_failed")
+		quotaWhole(t)
+		mustProblem(t, ts.uploadRaw(t, bob, th, "b.png", "image/png", data), http.StatusNotFound, "not_found")
+		quotaWhole(t)
+		kept := ts.mustUpload(t, alice, th, "a.png", "image/png", testPNG)
+		mustProblem(t, ts.uploadRaw(t, alice, th, "shot.png", "image/png", data), http.StatusForbidden, "quota_exceeded")
+		mustStatus(t, ts.do(t, testRequest{method: http.MethodDelete, path: filePath(th, kept.ID), as: alice}), http.StatusNoContent)
+		quotaWhole(t)
+
+		// A body cut short: the client says how long it is, sends half and
+		// goes away.
+		conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+		require.NoError(t, err)
+		_, err = fmt.Fprintf(conn, "POST %s?name=shot.png HTTP/1.1\r\nHost: chatd\r\n%s: %s\r\nContent-Type: image/png\r\nContent-Length: %d\r\n\r\n",
+			filesPath(th), principalHeader, alice, len(data))
+		require.NoError(t, err)
+		_, err = conn.Write(data[:len(data)/2])
+		require.NoError(t, err)
+		require.NoError(t, conn.Close())
+		quotaWhole(t)
+	})
 }

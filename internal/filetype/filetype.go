@@ -25,9 +25,15 @@ var ErrContradicted = errors.New("the file's bytes are not of its declared type"
 // Generic is the type of bytes nothing more is known of.
 const Generic = "application/octet-stream"
 
+// SniffLen is how many of a file's first bytes Sniff and Resolve read: the
+// rest cannot change their answer, so a file can be judged before the rest
+// of it arrives. (It is the most either sniffer reads.)
+const SniffLen = 4096
+
 // Sniff returns the type data's bytes show, without parameters except a
 // text type's charset; Generic when they show none.
 func Sniff(data []byte) string {
+	data = data[:min(len(data), SniffLen)]
 	t := http.DetectContentType(data)
 	if base(t) == Generic || base(t) == "application/zip" || base(t) == "text/plain" {
 		if m := mimetype.Detect(data); base(m.String()) != "text/plain" && m.String() != Generic {
@@ -44,6 +50,7 @@ func Sniff(data []byte) string {
 // of a type served inline, or HTML, must be declared as that (or, for
 // HTML, as the plain text it also is).
 func Resolve(declared string, data []byte) (string, error) {
+	data = data[:min(len(data), SniffLen)]
 	sniffed := Sniff(data)
 	d := strings.ToLower(strings.TrimSpace(declared))
 	if d != "" {

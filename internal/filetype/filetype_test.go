@@ -92,3 +92,21 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+// TestResolveReadsOnlyTheStart checks what an upload relies on to judge a
+// file before the rest of it arrives: bytes past SniffLen change nothing,
+// whatever they are.
+func TestResolveReadsOnlyTheStart(t *testing.T) {
+	long := func(start []byte, fill byte) []byte {
+		return append(bytes.Clone(start), bytes.Repeat([]byte{fill}, 3*filetype.SniffLen)...)
+	}
+	for _, data := range [][]byte{long(png, 0), long(pdf, 0xff), long(text, 'a'), long(text, 0), long(html, ' '), long(wav, 1)} {
+		for _, declared := range []string{"", "image/png", "text/plain", "application/pdf", "audio/wav"} {
+			whole, wholeErr := filetype.Resolve(declared, data)
+			start, startErr := filetype.Resolve(declared, data[:filetype.SniffLen])
+			assert.Equal(t, whole, start, "declared %q, %q…", declared, data[:8])
+			assert.Equal(t, wholeErr, startErr, "declared %q, %q…", declared, data[:8])
+		}
+		assert.Equal(t, filetype.Sniff(data), filetype.Sniff(data[:filetype.SniffLen]))
+	}
+}

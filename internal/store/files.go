@@ -42,9 +42,10 @@ type FileUpload interface {
 	// ReadFrom reads the file's bytes from r until EOF; more than the
 	// record's Size is an error.
 	ReadFrom(r io.Reader) (int64, error)
-	// Commit lists the file, whose bytes' SHA-256 is sha256 (lowercase
-	// hex): ErrNotFound for a thread that is not the principal's, ErrFull.
-	Commit(ctx context.Context, sha256 string) error
+	// Commit lists the file and returns its record, with the SHA-256 of
+	// the bytes read: ErrNotFound for a thread that is not the
+	// principal's, ErrFull.
+	Commit(ctx context.Context) (File, error)
 	// Abort discards the upload.
 	Abort()
 }

@@ -3,8 +3,11 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 )
 
@@ -156,7 +159,7 @@ func (m *Memory) CreateFile(ctx context.Context, principal string, f File) (File
 	if err := m.admitFile(principal, f); err != nil {
 		return nil, err
 	}
-	return &memFileUpload{m: m, principal: principal, file: f, data: make([]byte, 0, f.Size)}, nil
+	return &memFileUpload{m: m, principal: principal, file: f, data: make([]byte, 0, f.Size), hash: sha256.New()}, nil
 }
 
 // admitFile returns the error storing f would fail with now, if any.
@@ -181,7 +184,8 @@ type memFileUpload struct {
 	m         *Memory
 	principal string
 	file      File
-	data      []byte // cap file.Size
+	data      []byte    // cap file.Size
+	hash      hash.Hash // of data, each read hashed as it arrives
 }
 
 func (u *memFileUpload) ReadFrom(r io.Reader) (int64, error) {
@@ -200,6 +204,7 @@ func (u *memFileUpload) ReadFrom(r io.Reader) (int64, error) {
 			return n, err
 		}
 		m, err := r.Read(u.data[len(u.data):cap(u.data)])
+		u.hash.Write(u.data[len(u.data) : len(u.data)+m])
 		u.data = u.data[:len(u.data)+m]
 		n += int64(m)
 		if err == io.EOF {
@@ -211,15 +216,18 @@ func (u *memFileUpload) ReadFrom(r io.Reader) (int64, error) {
 	}
 }
 
-func (u *memFileUpload) Commit(ctx context.Context, sha256 string) error {
+func (u *memFileUpload) Commit(ctx context.Context) (File, error) {
 	if u.data == nil {
-		return errors.New("store: file upload already ended")
+		return File{}, errors.New("store: file upload already ended")
 	}
 	f := u.file
-	f.SHA256 = sha256
+	f.SHA256 = hex.EncodeToString(u.hash.Sum(nil))
 	err := u.m.PutFile(ctx, u.principal, f, u.data)
 	u.data = nil
-	return err
+	if err != nil {
+		return File{}, err
+	}
+	return f, nil
 }
 
 func (u *memFileUpload) Abort() { u.data = nil }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"sort"
 	"strconv"
@@ -43,7 +44,7 @@ func (r *Redis) PutFile(ctx context.Context, principal string, f File, data []by
 	if err := checkFile(f, data); err != nil {
 		return err
 	}
-	up, err := r.CreateFile(ctx, principal, f)
+	up, err := r.createFile(ctx, principal, f, nil)
 	if err != nil {
 		return err
 	}
@@ -51,30 +52,44 @@ func (r *Redis) PutFile(ctx context.Context, principal string, f File, data []by
 	if _, err := up.ReadFrom(bytes.NewReader(data)); err != nil {
 		return err
 	}
-	return up.Commit(ctx, f.SHA256)
+	_, err = up.Commit(ctx)
+	return err
 }
 
 // CreateFile begins a file of the principal's thread f.ThreadID whose
 // f.Size bytes come after (see FileUpload), counting it against the
 // principal's quota now: ErrFileQuotaExceeded, ErrUnavailable. Each full
-// piece (fileChunks) goes to Redis as soon as it has arrived, while the
-// next arrive, so the bytes reach Redis about when the last of them
-// reaches chatd and an upload holds a few pieces in memory, not the file.
-// The pieces' key expires after ThreadTTL until Commit lists the file, so
-// the bytes of an upload that never ends do not stay.
+// piece (fileChunks) is hashed and sent to Redis as soon as it has
+// arrived, while the next arrive, so the file is stored about when its
+// last byte reaches chatd and an upload holds a few pieces in memory, not
+// the file. The pieces' key expires after ThreadTTL until Commit lists the
+// file, so the bytes of an upload that never ends do not stay.
 func (r *Redis) CreateFile(ctx context.Context, principal string, f File) (FileUpload, error) {
+	return r.createFile(ctx, principal, f, sha256.New())
+}
+
+// createFile begins an upload that hashes its bytes with h, or, with h
+// nil, takes f.SHA256 as their digest.
+func (r *Redis) createFile(ctx context.Context, principal string, f File, h hash.Hash) (*redisFileUpload, error) {
 	if err := checkUpload(f); err != nil {
 		return nil, err
 	}
 	if err := r.reserveFile(ctx, principal, f); err != nil {
 		return nil, err
 	}
-	return &redisFileUpload{r: r, ctx: ctx, principal: principal, file: f,
-		key: fileKey(f.ThreadID, f.ID), slots: make(chan struct{}, piecesInFlight)}, nil
+	return &redisFileUpload{r: r, ctx: ctx, principal: principal, file: f, key: fileKey(f.ThreadID, f.ID), hash: h,
+		slots: make(chan struct{}, piecesInFlight)}, nil
 }
 
-// piecesInFlight is how many pieces an upload sends to Redis at once.
-const piecesInFlight = 4
+// An upload's full pieces go, in order, through a queue of piecesQueued to
+// one goroutine that hashes each and hands it to a sender, piecesInFlight
+// at most at once: hashing runs beside the reading of the next pieces and
+// the sending of the last, and an upload holds at most
+// 1+piecesQueued+1+piecesInFlight pieces.
+const (
+	piecesQueued   = 2
+	piecesInFlight = 4
+)
 
 // piecePool holds the buffers uploads fill with pieces, fileChunkMax each.
 var piecePool = sync.Pool{New: func() any { return new([fileChunkMax]byte) }}
@@ -86,17 +101,20 @@ type redisFileUpload struct {
 	principal string
 	file      File
 	key       string
+	hash      hash.Hash // nil when file.SHA256 is given
 
 	piece   *[fileChunkMax]byte // the piece being filled, or nil
 	filled  int                 // of piece
-	sent    int                 // full pieces handed to senders
+	full    int                 // full pieces queued
 	written int64
 	ended   bool
 
-	slots   chan struct{} // one per piece being sent
-	senders sync.WaitGroup
-	mu      sync.Mutex
-	err     error // the first failed send's
+	queue     chan *[fileChunkMax]byte // full pieces, to forward; nil until the first
+	forwarded chan struct{}            // closed when forward has sent the last
+	slots     chan struct{}            // one per piece being sent
+	senders   sync.WaitGroup
+	mu        sync.Mutex
+	err       error // the first failed send's
 }
 
 func (u *redisFileUpload) ReadFrom(src io.Reader) (int64, error) {
@@ -116,8 +134,7 @@ func (u *redisFileUpload) ReadFrom(src io.Reader) (int64, error) {
 			return n, errUploadTooLong(u.file)
 		}
 		if u.filled == fileChunkMax {
-			u.send(u.sent, u.piece)
-			u.sent++
+			u.enqueue(u.piece)
 			u.piece = nil
 		}
 		if err == io.EOF {
@@ -126,6 +143,32 @@ func (u *redisFileUpload) ReadFrom(src io.Reader) (int64, error) {
 		if err != nil {
 			return n, err
 		}
+	}
+}
+
+// enqueue queues a full piece for forward, which it starts with the first.
+func (u *redisFileUpload) enqueue(piece *[fileChunkMax]byte) {
+	if u.queue == nil {
+		u.queue = make(chan *[fileChunkMax]byte, piecesQueued)
+		u.forwarded = make(chan struct{})
+		go u.forward()
+	}
+	u.queue <- piece
+	u.full++
+}
+
+// forward hashes the queued pieces, in order, and sends each.
+func (u *redisFileUpload) forward() {
+	defer close(u.forwarded)
+	for i := 0; ; i++ {
+		piece, ok := <-u.queue
+		if !ok {
+			return
+		}
+		if u.hash != nil {
+			u.hash.Write(piece[:])
+		}
+		u.send(i, piece)
 	}
 }
 
@@ -160,35 +203,47 @@ func (u *redisFileUpload) sendErr() error {
 	return u.err
 }
 
-// Commit waits for the pieces being sent and lists the file with
-// put_file.lua, in one pipeline with the last pieces, those smaller than a
-// full one.
-func (u *redisFileUpload) Commit(ctx context.Context, sha256 string) error {
-	if u.ended {
-		return errors.New("store: file upload already ended")
-	}
-	if u.written != u.file.Size {
-		return fmt.Errorf("store: file %s: %d bytes of %d", u.file.ID, u.written, u.file.Size)
+// drain waits until every full piece is hashed and sent.
+func (u *redisFileUpload) drain() {
+	if u.queue != nil {
+		close(u.queue)
+		<-u.forwarded
+		u.queue = nil
 	}
 	u.senders.Wait()
-	if err := u.sendErr(); err != nil {
-		return err
+}
+
+// Commit waits for the full pieces and lists the file with put_file.lua,
+// in one pipeline with the last pieces, those smaller than a full one.
+func (u *redisFileUpload) Commit(ctx context.Context) (File, error) {
+	if u.ended {
+		return File{}, errors.New("store: file upload already ended")
 	}
-	f := u.file
-	f.SHA256 = sha256
-	record, err := encodeFile(f)
-	if err != nil {
-		return err
+	if u.written != u.file.Size {
+		return File{}, fmt.Errorf("store: file %s: %d bytes of %d", u.file.ID, u.written, u.file.Size)
+	}
+	u.drain()
+	if err := u.sendErr(); err != nil {
+		return File{}, err
 	}
 	var tail []byte
 	if u.piece != nil {
 		tail = u.piece[:u.filled]
 	}
+	f := u.file
+	if u.hash != nil {
+		u.hash.Write(tail)
+		f.SHA256 = hex.EncodeToString(u.hash.Sum(nil))
+	}
+	record, err := encodeFile(f)
+	if err != nil {
+		return File{}, err
+	}
 	call := putFileCall{threadID: f.ThreadID, principal: u.principal, fileID: f.ID, record: record, size: f.Size}
 	status, _, err := u.r.runAfter(ctx, "put file", call, func(pipe redis.Pipeliner) {
 		rest := tail
 		for i, n := range fileChunks(int64(len(tail))) {
-			pipe.HSet(ctx, u.key, strconv.Itoa(u.sent+i), rest[:n])
+			pipe.HSet(ctx, u.key, strconv.Itoa(u.full+i), rest[:n])
 			rest = rest[n:]
 		}
 		pipe.PExpire(ctx, u.key, u.r.opts.ThreadTTL)
@@ -197,16 +252,16 @@ func (u *redisFileUpload) Commit(ctx context.Context, sha256 string) error {
 	if err != nil {
 		// The file may have been written; a quota entry whose file does
 		// not exist is reclaimed when the quota is next reached.
-		return err
+		return File{}, err
 	}
 	switch status {
 	case "OK":
-		return nil
+		return f, nil
 	case "NOTFOUND":
 		u.r.unreserveFiles(context.WithoutCancel(ctx), u.principal, []string{quotaField(f.ThreadID, f.ID)})
-		return fmt.Errorf("store: thread %s: %w", f.ThreadID, ErrNotFound)
+		return File{}, fmt.Errorf("store: thread %s: %w", f.ThreadID, ErrNotFound)
 	}
-	return unexpectedStatus("put file", status)
+	return File{}, unexpectedStatus("put file", status)
 }
 
 // Abort deletes the pieces sent and frees the quota.
@@ -214,7 +269,7 @@ func (u *redisFileUpload) Abort() {
 	if u.ended {
 		return
 	}
-	u.senders.Wait()
+	u.drain()
 	u.end()
 	ctx := context.WithoutCancel(u.ctx)
 	_ = u.r.client.Del(ctx, u.key).Err() // if this fails, the key expires after ThreadTTL
