@@ -91,8 +91,15 @@ const (
 	piecesInFlight = 4
 )
 
-// piecePool holds the buffers uploads fill with pieces, fileChunkMax each.
-var piecePool = sync.Pool{New: func() any { return new([fileChunkMax]byte) }}
+// A pieceBuf holds a piece: fileChunkMax bytes, and room for the CRLF
+// that ends a piece read from Redis, which then reads it into the buffer
+// straight from the socket.
+type pieceBuf [fileChunkMax + 2]byte
+
+// piecePool holds the buffers of uploads' and downloads' pieces: reused,
+// a file's bytes cost no allocation, nor the collections that would
+// follow.
+var piecePool = sync.Pool{New: func() any { return new(pieceBuf) }}
 
 // redisFileUpload is Redis's FileUpload.
 type redisFileUpload struct {
@@ -103,15 +110,15 @@ type redisFileUpload struct {
 	key       string
 	hash      hash.Hash // nil when file.SHA256 is given
 
-	piece   *[fileChunkMax]byte // the piece being filled, or nil
-	filled  int                 // of piece
-	full    int                 // full pieces queued
+	piece   *pieceBuf // the piece being filled, or nil
+	filled  int       // of piece
+	full    int       // full pieces queued
 	written int64
 	ended   bool
 
-	queue     chan *[fileChunkMax]byte // full pieces, to forward; nil until the first
-	forwarded chan struct{}            // closed when forward has sent the last
-	slots     chan struct{}            // one per piece being sent
+	queue     chan *pieceBuf // full pieces, to forward; nil until the first
+	forwarded chan struct{}  // closed when forward has sent the last
+	slots     chan struct{}  // one per piece being sent
 	senders   sync.WaitGroup
 	mu        sync.Mutex
 	err       error // the first failed send's
@@ -124,9 +131,9 @@ func (u *redisFileUpload) ReadFrom(src io.Reader) (int64, error) {
 			return n, err
 		}
 		if u.piece == nil {
-			u.piece, u.filled = piecePool.Get().(*[fileChunkMax]byte), 0
+			u.piece, u.filled = piecePool.Get().(*pieceBuf), 0
 		}
-		m, err := src.Read(u.piece[u.filled:])
+		m, err := src.Read(u.piece[u.filled:fileChunkMax])
 		u.filled += m
 		u.written += int64(m)
 		n += int64(m)
@@ -147,9 +154,9 @@ func (u *redisFileUpload) ReadFrom(src io.Reader) (int64, error) {
 }
 
 // enqueue queues a full piece for forward, which it starts with the first.
-func (u *redisFileUpload) enqueue(piece *[fileChunkMax]byte) {
+func (u *redisFileUpload) enqueue(piece *pieceBuf) {
 	if u.queue == nil {
-		u.queue = make(chan *[fileChunkMax]byte, piecesQueued)
+		u.queue = make(chan *pieceBuf, piecesQueued)
 		u.forwarded = make(chan struct{})
 		go u.forward()
 	}
@@ -166,7 +173,7 @@ func (u *redisFileUpload) forward() {
 			return
 		}
 		if u.hash != nil {
-			u.hash.Write(piece[:])
+			u.hash.Write(piece[:fileChunkMax])
 		}
 		u.send(i, piece)
 	}
@@ -175,13 +182,13 @@ func (u *redisFileUpload) forward() {
 // send writes a full piece in the background, once fewer than
 // piecesInFlight are being sent (so a fast client waits for Redis rather
 // than filling chatd's memory), and gives its buffer back after.
-func (u *redisFileUpload) send(index int, piece *[fileChunkMax]byte) {
+func (u *redisFileUpload) send(index int, piece *pieceBuf) {
 	u.slots <- struct{}{}
 	u.senders.Add(1)
 	go func() {
 		defer u.senders.Done()
 		_, err := u.r.client.TxPipelined(u.ctx, func(pipe redis.Pipeliner) error {
-			pipe.HSet(u.ctx, u.key, strconv.Itoa(index), piece[:])
+			pipe.HSet(u.ctx, u.key, strconv.Itoa(index), piece[:fileChunkMax])
 			pipe.PExpire(u.ctx, u.key, u.r.opts.ThreadTTL)
 			return nil
 		})
@@ -448,7 +455,8 @@ type pieceReader struct {
 	ends   []int64 // ends[i]: the offset just past piece i
 	off    int64
 
-	cur      []byte // piece curIndex, or nil
+	cur      []byte    // piece curIndex, or nil
+	curBuf   *pieceBuf // cur's buffer, given back when cur is done with
 	curIndex int
 	ahead    []pendingPiece // the pieces after curIndex being fetched, in order
 }
@@ -462,7 +470,8 @@ type pendingPiece struct {
 }
 
 type fetchedPiece struct {
-	data []byte
+	buf  *pieceBuf
+	data []byte // in buf
 	err  error
 }
 
@@ -482,11 +491,12 @@ func (p *pieceReader) Read(b []byte) (int, error) {
 	}
 	i := sort.Search(len(p.ends), func(i int) bool { return p.ends[i] > p.off })
 	if i != p.curIndex {
-		data, err := p.piece(i)
-		if err != nil {
-			return 0, err
+		p.release()
+		got := p.piece(i)
+		if got.err != nil {
+			return 0, got.err
 		}
-		p.cur, p.curIndex = data, i
+		p.cur, p.curBuf, p.curIndex = got.data, got.buf, i
 		for next := i + 1 + len(p.ahead); len(p.ahead) < piecesAhead && next < len(p.ends); next++ {
 			p.fetch(next)
 		}
@@ -494,16 +504,27 @@ func (p *pieceReader) Read(b []byte) (int, error) {
 	start := p.ends[i] - int64(len(p.cur))
 	n := copy(b, p.cur[p.off-start:])
 	p.off += int64(n)
+	if p.off >= p.file.Size {
+		p.release()
+	}
 	return n, nil
+}
+
+// release gives back the buffer of the piece read.
+func (p *pieceReader) release() {
+	if p.curBuf != nil {
+		piecePool.Put(p.curBuf)
+	}
+	p.cur, p.curBuf, p.curIndex = nil, nil, -1
 }
 
 // piece returns piece i: the first fetched ahead if it is i, or fetched now
 // (after a seek, the pieces ahead are dropped).
-func (p *pieceReader) piece(i int) ([]byte, error) {
+func (p *pieceReader) piece(i int) fetchedPiece {
 	if len(p.ahead) > 0 && p.ahead[0].index == i {
 		got := <-p.ahead[0].got
 		p.ahead = p.ahead[1:]
-		return got.data, got.err
+		return got
 	}
 	p.ahead = nil
 	return p.get(i)
@@ -513,28 +534,42 @@ func (p *pieceReader) piece(i int) ([]byte, error) {
 func (p *pieceReader) fetch(i int) {
 	got := make(chan fetchedPiece, 1)
 	p.ahead = append(p.ahead, pendingPiece{i, got})
-	go func() {
-		data, err := p.get(i)
-		got <- fetchedPiece{data, err}
-	}()
+	go func() { got <- p.get(i) }()
 }
 
-func (p *pieceReader) get(i int) ([]byte, error) {
-	data, err := p.client.HGet(p.ctx, fileKey(p.file.ThreadID, p.file.ID), strconv.Itoa(i)).Bytes()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return nil, fmt.Errorf("store: file %s: %w", p.file.ID, ErrFileNotFound)
-	case err != nil:
-		return nil, wrapRedisError("get file", err)
-	}
+// get fetches piece i into a buffer of piecePool, read into it from the
+// socket. A failure is tried once more as a plain HGET, which go-redis
+// retries (a buffer it reads into is not retried).
+func (p *pieceReader) get(i int) fetchedPiece {
 	want := p.ends[i]
 	if i > 0 {
 		want -= p.ends[i-1]
 	}
-	if int64(len(data)) != want {
-		return nil, fmt.Errorf("store: file %s: piece %d holds %d bytes of %d", p.file.ID, i, len(data), want)
+	key, field := fileKey(p.file.ThreadID, p.file.ID), strconv.Itoa(i)
+	buf := piecePool.Get().(*pieceBuf)
+	cmd := redis.NewZeroCopyStringCmd(p.ctx, buf[:want+2], "hget", key, field)
+	_ = p.client.Process(p.ctx, cmd)
+	n, err := cmd.Result()
+	data := buf[:n]
+	if err != nil && !errors.Is(err, redis.Nil) {
+		var piece []byte
+		if piece, err = p.client.HGet(p.ctx, key, field).Bytes(); err == nil && len(piece) <= fileChunkMax {
+			data = buf[:copy(buf[:], piece)]
+		}
 	}
-	return data, nil
+	switch {
+	case errors.Is(err, redis.Nil):
+		err = fmt.Errorf("store: file %s: %w", p.file.ID, ErrFileNotFound)
+	case err != nil:
+		err = wrapRedisError("get file", err)
+	case int64(len(data)) != want:
+		err = fmt.Errorf("store: file %s: piece %d holds %d bytes of %d", p.file.ID, i, len(data), want)
+	}
+	if err != nil {
+		piecePool.Put(buf)
+		return fetchedPiece{err: err}
+	}
+	return fetchedPiece{buf: buf, data: data}
 }
 
 func (p *pieceReader) Seek(offset int64, whence int) (int64, error) {
