@@ -128,6 +128,9 @@ func BenchmarkFileTransfer(b *testing.B) {
 			b.ReportMetric(downBase.wall.Seconds()/downChatd.wall.Seconds(), "download_x_io.Copy")
 			b.ReportMetric(upChatd.cpu.Seconds()/upBase.cpu.Seconds(), "upload_cpu_x_io.Copy")
 			b.ReportMetric(downChatd.cpu.Seconds()/downBase.cpu.Seconds(), "download_cpu_x_io.Copy")
+			// How many cores io.Copy keeps busy: what is left for the rest.
+			b.ReportMetric(upBase.cpu.Seconds()/upBase.wall.Seconds(), "io.Copy_upload_cores")
+			b.ReportMetric(downBase.cpu.Seconds()/downBase.wall.Seconds(), "io.Copy_download_cores")
 		})
 	}
 }
