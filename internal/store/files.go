@@ -44,7 +44,8 @@ type FileUpload interface {
 	ReadFrom(r io.Reader) (int64, error)
 	// Commit lists the file and returns its record, with the SHA-256 of
 	// the bytes read: ErrNotFound for a thread that is not the
-	// principal's, ErrFull.
+	// principal's, ErrFull, and ErrFileQuotaExceeded for a quota another
+	// upload filled meanwhile (the embedded store counts it again).
 	Commit(ctx context.Context) (File, error)
 	// Abort discards the upload.
 	Abort()
