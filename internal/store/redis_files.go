@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -81,11 +82,11 @@ func (r *Redis) createFile(ctx context.Context, principal string, f File, h hash
 		slots: make(chan struct{}, piecesInFlight)}, nil
 }
 
-// An upload's full pieces go, in order, through a queue of piecesQueued to
-// one goroutine that hashes each and hands it to a sender, piecesInFlight
-// at most at once: hashing runs beside the reading of the next pieces and
-// the sending of the last, and an upload holds at most
-// 1+piecesQueued+1+piecesInFlight pieces.
+// An upload sends each full piece as it fills, piecesInFlight at most at
+// once, and queues it for one goroutine that hashes the pieces in order,
+// piecesQueued at most waiting: reading, hashing and sending run side by
+// side, each piece's buffer given back once it is both hashed and sent, and
+// an upload holds at most 1+piecesInFlight+piecesQueued+1 pieces.
 const (
 	piecesQueued   = 2
 	piecesInFlight = 4
@@ -116,12 +117,12 @@ type redisFileUpload struct {
 	written int64
 	ended   bool
 
-	queue     chan *pieceBuf // full pieces, to forward; nil until the first
-	forwarded chan struct{}  // closed when forward has sent the last
-	slots     chan struct{}  // one per piece being sent
-	senders   sync.WaitGroup
-	mu        sync.Mutex
-	err       error // the first failed send's
+	queue   chan *fullPiece // full pieces, to hash; nil until the first
+	hashed  chan struct{}   // closed when hashPieces has hashed the last
+	slots   chan struct{}   // one per piece being sent
+	senders sync.WaitGroup
+	mu      sync.Mutex
+	err     error // the first failed send's
 }
 
 func (u *redisFileUpload) ReadFrom(src io.Reader) (int64, error) {
@@ -153,46 +154,60 @@ func (u *redisFileUpload) ReadFrom(src io.Reader) (int64, error) {
 	}
 }
 
-// enqueue queues a full piece for forward, which it starts with the first.
-func (u *redisFileUpload) enqueue(piece *pieceBuf) {
-	if u.queue == nil {
-		u.queue = make(chan *pieceBuf, piecesQueued)
-		u.forwarded = make(chan struct{})
-		go u.forward()
+// A fullPiece is a full piece being hashed and sent.
+type fullPiece struct {
+	buf   *pieceBuf
+	users atomic.Int32 // of hashing and sending, those not done yet
+}
+
+// done ends one use of the piece, and the last gives its buffer back.
+func (p *fullPiece) done() {
+	if p.users.Add(-1) == 0 {
+		piecePool.Put(p.buf)
 	}
-	u.queue <- piece
+}
+
+// enqueue sends a full piece and queues it for hashPieces, which it starts
+// with the first.
+func (u *redisFileUpload) enqueue(buf *pieceBuf) {
+	p := &fullPiece{buf: buf}
+	p.users.Store(1)
+	if u.hash != nil {
+		p.users.Store(2)
+		if u.queue == nil {
+			u.queue = make(chan *fullPiece, piecesQueued)
+			u.hashed = make(chan struct{})
+			go u.hashPieces()
+		}
+		u.queue <- p
+	}
+	u.send(u.full, p)
 	u.full++
 }
 
-// forward hashes the queued pieces, in order, and sends each.
-func (u *redisFileUpload) forward() {
-	defer close(u.forwarded)
-	for i := 0; ; i++ {
-		piece, ok := <-u.queue
-		if !ok {
-			return
-		}
-		if u.hash != nil {
-			u.hash.Write(piece[:fileChunkMax])
-		}
-		u.send(i, piece)
+// hashPieces hashes the queued pieces, in order.
+func (u *redisFileUpload) hashPieces() {
+	defer close(u.hashed)
+	for p := range u.queue {
+		u.hash.Write(p.buf[:fileChunkMax])
+		p.done()
 	}
 }
 
 // send writes a full piece in the background, once fewer than
 // piecesInFlight are being sent (so a fast client waits for Redis rather
-// than filling chatd's memory), and gives its buffer back after.
-func (u *redisFileUpload) send(index int, piece *pieceBuf) {
+// than filling chatd's memory).
+func (u *redisFileUpload) send(index int, p *fullPiece) {
 	u.slots <- struct{}{}
 	u.senders.Add(1)
 	go func() {
 		defer u.senders.Done()
 		_, err := u.r.client.TxPipelined(u.ctx, func(pipe redis.Pipeliner) error {
-			pipe.HSet(u.ctx, u.key, strconv.Itoa(index), piece[:fileChunkMax])
+			pipe.HSet(u.ctx, u.key, strconv.Itoa(index), p.buf[:fileChunkMax])
 			pipe.PExpire(u.ctx, u.key, u.r.opts.ThreadTTL)
 			return nil
 		})
-		piecePool.Put(piece)
+		p.done()
 		<-u.slots
 		if err != nil {
 			u.mu.Lock()
@@ -214,7 +229,7 @@ func (u *redisFileUpload) sendErr() error {
 func (u *redisFileUpload) drain() {
 	if u.queue != nil {
 		close(u.queue)
-		<-u.forwarded
+		<-u.hashed
 		u.queue = nil
 	}
 	u.senders.Wait()
