@@ -236,6 +236,20 @@ func (p *Process) Restart(ctx context.Context) error {
 	}
 }
 
+// replicaOf makes the server's next start a replica of the server on port
+// of this host, instead of whatever it replicated before.
+func (p *Process) replicaOf(port int) {
+	var args []string
+	for i := 0; i < len(p.args); i++ {
+		if p.args[i] == "--replicaof" && i+2 < len(p.args) {
+			i += 2
+			continue
+		}
+		args = append(args, p.args[i])
+	}
+	p.args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(port))
+}
+
 // removeDir removes the server's directory if Launch made it.
 func (p *Process) removeDir() {
 	p.mu.Lock()

@@ -225,17 +225,18 @@ func sentinelMaster(ctx context.Context, addr string) (string, error) {
 // Rejoin restarts p, a server of the set-up that was stopped or killed, as
 // a replica of the current master, as an operator would: the Sentinels
 // would reconfigure a returning old master too, but only some seconds after
-// it is back.
+// it is back. It starts as a replica (--replicaof) rather than being told
+// so once up: restarted bare, it would be an empty master at the old
+// master's address until then, and a client that has not yet heard of the
+// failover would find its threads gone there.
 func (s *Sentinel) Rejoin(ctx context.Context, p *Process) error {
 	master, err := s.Master(ctx)
 	if err != nil {
 		return err
 	}
+	p.replicaOf(master.port)
 	if err := p.Restart(ctx); err != nil {
 		return err
-	}
-	if _, err := command(ctx, p.Addr(), "REPLICAOF", "127.0.0.1", strconv.Itoa(master.port)); err != nil {
-		return fmt.Errorf("rejoin %s: %w", p.Addr(), err)
 	}
 	return s.WaitHealthy(ctx)
 }
