@@ -237,7 +237,8 @@ func (p *Process) Restart(ctx context.Context) error {
 }
 
 // replicaOf makes the server's next start a replica of the server on port
-// of this host, instead of whatever it replicated before.
+// of this host, instead of whatever it replicated before, that answers
+// nothing from its own (empty) data until it has synced.
 func (p *Process) replicaOf(port int) {
 	var args []string
 	for i := 0; i < len(p.args); i++ {
@@ -247,7 +248,7 @@ func (p *Process) replicaOf(port int) {
 		}
 		args = append(args, p.args[i])
 	}
-	p.args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(port))
+	p.args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(port), "--replica-serve-stale-data", "no")
 }
 
 // removeDir removes the server's directory if Launch made it.
