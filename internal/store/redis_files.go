@@ -113,11 +113,11 @@ type redisFileUpload struct {
 
 	piece   *pieceBuf // the piece being filled, or nil
 	filled  int       // of piece
-	full    int       // full pieces queued
+	full    int       // full pieces sent (or being sent)
 	written int64
 	ended   bool
 
-	queue   chan *fullPiece // full pieces, to hash; nil until the first
+	queue   chan *fullPiece // full pieces, to hash; nil until the first, and without hash
 	hashed  chan struct{}   // closed when hashPieces has hashed the last
 	slots   chan struct{}   // one per piece being sent
 	senders sync.WaitGroup
