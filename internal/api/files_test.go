@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"chatd/internal/api"
-	"chatd/internal/redistest"
 	"chatd/internal/store"
 )
 
@@ -258,16 +257,7 @@ func TestFileQuota(t *testing.T) {
 	forEachImplementation(t, func(t *testing.T, kind storeKind) {
 		opts := testStoreOpts
 		opts.FilesMaxBytes = 1000
-		var st api.Store
-		if kind == memoryStore {
-			st = store.NewMemory(opts)
-		} else {
-			s, err := store.OpenRedis(redistest.Start(t).URL(), opts)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = s.Close() })
-			st = s
-		}
-		ts := newTestServer(t, withStore(st))
+		ts := newTestServer(t, withStore(newTestStoreWith(t, kind, opts)))
 		th := ts.mustCreateThread(t, alice, "echo")
 		other := ts.mustCreateThread(t, alice, "echo")
 		data := bytes.Repeat([]byte("q"), 600)
@@ -354,14 +344,7 @@ func TestFileUploadWays(t *testing.T) {
 		require.NoError(t, err)
 		opts := testStoreOpts
 		opts.FilesMaxBytes = int64(len(data))
-		var st api.Store = store.NewMemory(opts)
-		if kind == redisStore {
-			s, err := store.OpenRedis(redistest.Start(t).URL(), opts)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = s.Close() })
-			st = s
-		}
-		ts := newTestServer(t, withStore(st))
+		ts := newTestServer(t, withStore(newTestStoreWith(t, kind, opts)))
 		th := ts.mustCreateThread(t, alice, "echo")
 		sum := sha256.Sum256(data)
 

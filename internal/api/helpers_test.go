@@ -116,6 +116,21 @@ func newTestStore(tb testing.TB, kind storeKind) api.Store {
 	return nil
 }
 
+// newTestStoreWith returns a fresh embedded store, or one on a
+// redis-server of its own, with opts.
+func newTestStoreWith(tb testing.TB, kind storeKind, opts store.Options) api.Store {
+	tb.Helper()
+	if kind == memoryStore {
+		st := store.NewMemory(opts)
+		tb.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	st, err := store.OpenRedis(redistest.Start(tb).URL(), opts)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
 // newTestRedisStore opens a store with its own client on srv, closed when tb
 // ends; two of them on one server behave like two chatd instances.
 func newTestRedisStore(tb testing.TB, srv *redistest.Server) api.Store {
