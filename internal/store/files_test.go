@@ -501,6 +501,17 @@ func TestRedisFileKeys(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "an aborted upload leaves no key")
 
+	// A piece of the wrong size (a damaged key) ends a download with an
+	// error, whether it is longer than its buffer or shorter.
+	for _, bad := range [][]byte{make([]byte, 300<<10), []byte("short")} {
+		f, _ := mustPutFile(t, st, th.ID, 3<<20)
+		require.NoError(t, rdb.HSet(ctx, "chatd:{"+th.ID+"}:file:"+f.ID, "1", bad).Err())
+		_, rd, err := st.OpenFile(ctx, th.ID, alice, f.ID)
+		require.NoError(t, err)
+		_, err = io.ReadAll(rd)
+		assert.ErrorContains(t, err, fmt.Sprintf("piece 1 holds %d bytes", len(bad)))
+	}
+
 	require.NoError(t, st.DeleteThread(ctx, th.ID, alice))
 	left, err := rdb.Keys(ctx, "chatd:{"+th.ID+"}:*").Result()
 	require.NoError(t, err)

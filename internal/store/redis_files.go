@@ -568,8 +568,8 @@ func (p *pieceReader) get(i int) fetchedPiece {
 	data := buf[:n]
 	if err != nil && !errors.Is(err, redis.Nil) {
 		var piece []byte
-		if piece, err = p.client.HGet(p.ctx, key, field).Bytes(); err == nil && len(piece) <= fileChunkMax {
-			data = buf[:copy(buf[:], piece)]
+		if piece, err = p.client.HGet(p.ctx, key, field).Bytes(); err == nil {
+			n, data = len(piece), buf[:copy(buf[:], piece)]
 		}
 	}
 	switch {
@@ -577,8 +577,8 @@ func (p *pieceReader) get(i int) fetchedPiece {
 		err = fmt.Errorf("store: file %s: %w", p.file.ID, ErrFileNotFound)
 	case err != nil:
 		err = wrapRedisError("get file", err)
-	case int64(len(data)) != want:
-		err = fmt.Errorf("store: file %s: piece %d holds %d bytes of %d", p.file.ID, i, len(data), want)
+	case int64(n) != want:
+		err = fmt.Errorf("store: file %s: piece %d holds %d bytes of %d", p.file.ID, i, n, want)
 	}
 	if err != nil {
 		piecePool.Put(buf)
