@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"time"
 )
 
 // memFile is a stored file and its bytes.
@@ -44,16 +45,10 @@ func (m *Memory) PutFile(ctx context.Context, principal string, f File, data []b
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, err := m.owned(f.ThreadID, principal, now); err != nil {
+	if err := m.admitFile(principal, f, now); err != nil {
 		return err
 	}
 	stored := &memFile{file: f, data: data}
-	if err := m.usage.admitBytes(stored.footprint()); err != nil {
-		return err
-	}
-	if m.fs.usage[principal]+f.Size > m.opts.FilesMaxBytes {
-		return fmt.Errorf("store: principal keeps %d bytes of files: %w", m.fs.usage[principal], ErrFileQuotaExceeded)
-	}
 	if m.fs.files == nil {
 		m.fs.files = make(map[string]map[string]*memFile)
 		m.fs.usage = make(map[string]int64)
@@ -156,17 +151,19 @@ func (m *Memory) CreateFile(ctx context.Context, principal string, f File) (File
 	if err := checkUpload(f); err != nil {
 		return nil, err
 	}
-	if err := m.admitFile(principal, f); err != nil {
+	now := m.now()
+	m.mu.Lock()
+	err := m.admitFile(principal, f, now)
+	m.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	return &memFileUpload{m: m, principal: principal, file: f, data: make([]byte, 0, f.Size), hash: sha256.New()}, nil
 }
 
-// admitFile returns the error storing f would fail with now, if any.
-func (m *Memory) admitFile(principal string, f File) error {
-	now := m.now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// admitFile returns the error storing f of f.Size bytes would fail with,
+// if any: ErrNotFound, ErrFull, ErrFileQuotaExceeded. The caller holds m.mu.
+func (m *Memory) admitFile(principal string, f File, now time.Time) error {
 	if _, err := m.owned(f.ThreadID, principal, now); err != nil {
 		return err
 	}
