@@ -35,6 +35,10 @@ const maxRetries = 2
 // reflection-based codecs for its complete types cost more than an entire
 // echo turn (docs/performance.md), and chatd's conversation is a small fixed
 // shape.
+//
+// Its methods take a pointer: openai.Client is some 3 KiB, and a copy in
+// the frame of every call would stay on the stack of each turn's
+// goroutine for as long as its model streams.
 type chatModel struct {
 	client openai.Client
 	// head is the request's JSON up to its messages: model, stream,
@@ -53,7 +57,7 @@ func newChatModel(cfg Config) chatModel {
 	}
 	httpClient := cfg.HTTPClient
 	if httpClient == nil {
-		httpClient = defaultHTTPClient()
+		httpClient = defaultHTTPClient(cfg.H2C)
 	}
 	opts = append(opts, option.WithHTTPClient(httpClient), option.WithMiddleware(injectTrace))
 	// A Client value, not openai.NewClient: NewClient would also read
@@ -83,7 +87,7 @@ func injectTrace(req *http.Request, next option.MiddlewareNext) (*http.Response,
 
 // request encodes the Chat Completions request: {model, stream,
 // temperature?, messages, tools?}, the system prompt first.
-func (m chatModel) request(system []byte, conv []message, tools json.RawMessage) []byte {
+func (m *chatModel) request(system []byte, conv []message, tools json.RawMessage) []byte {
 	n := len(m.head) + len(system) + len(tools) + 32
 	for i := range conv {
 		n += len(conv[i].encode()) + 1
@@ -110,24 +114,36 @@ func (m chatModel) request(system []byte, conv []message, tools json.RawMessage)
 }
 
 // maxIdleConns is how many idle connections to its model an agent keeps:
-// every running turn holds one while the model streams, and the standard
-// transport's default of 2 would make the third concurrent turn and every
-// one after it open a new connection (a TLS handshake, for a hosted model).
+// over HTTP/1.1 every running turn holds one while the model streams, and
+// the standard transport's default of 2 would make the third concurrent
+// turn and every one after it open a new connection (a TLS handshake, for
+// a hosted model).
 const maxIdleConns = 64
 
-// connBuffer is the size of each of the read and write buffers a model
-// connection keeps for its life (the transport's default is 4 KiB each).
-// A connection is held by one turn while its model streams, so with
-// thousands of streams open these buffers are much of what a stream costs;
-// the request is written once, mostly past the buffer, and a streamed
-// answer arrives in chunks of a few hundred bytes.
+// connBuffer is the size of each of the read and write buffers an HTTP/1.1
+// model connection keeps for its life (the transport's default is 4 KiB
+// each). Such a connection is held by one turn while its model streams, so
+// with thousands of streams open these buffers are much of what a stream
+// costs; the request is written once, mostly past the buffer, and a
+// streamed answer arrives in chunks of a few hundred bytes.
 const connBuffer = 1 << 10
 
-func defaultHTTPClient() *http.Client {
+// defaultHTTPClient is the model client of an agent without one of its
+// own. An https model gets HTTP/2 where its server offers it (ALPN), and
+// with h2c an http:// one gets it unasked: the turns then share
+// connections, each stream costing neither a connection's descriptor nor
+// its two goroutines and buffers.
+func defaultHTTPClient(h2c bool) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = maxIdleConns
 	t.MaxIdleConnsPerHost = maxIdleConns
 	t.ReadBufferSize, t.WriteBufferSize = connBuffer, connBuffer
+	if h2c {
+		// Without HTTP1 in the set, http:// URLs go over HTTP/2 with prior
+		// knowledge.
+		t.Protocols = new(http.Protocols)
+		t.Protocols.SetUnencryptedHTTP2(true)
+	}
 	// No client timeout: a streamed answer lasts as long as it lasts, and
 	// the turn's context bounds it.
 	return &http.Client{Transport: t}
@@ -199,7 +215,7 @@ type tokenUsage struct{ input, output int64 }
 // nil), the conversation and tools (the request's tools array, or nil), passing each piece of text to onText as it
 // arrives, and returns the whole reply. Errors are *processor.Error naming
 // what the model did, or ctx's error.
-func (m chatModel) stream(ctx context.Context, system []byte, conv []message, tools json.RawMessage,
+func (m *chatModel) stream(ctx context.Context, system []byte, conv []message, tools json.RawMessage,
 	onText func(string)) (reply modelReply, err error) {
 	ctx, span := telemetry.StartChild(ctx, tracerName, "chat "+m.model, trace.SpanKindClient)
 	if span.IsRecording() {
@@ -263,7 +279,7 @@ func endModelSpan(span trace.Span, reply modelReply, err error) {
 }
 
 // open sends the model its request and returns the stream of its answer.
-func (m chatModel) open(ctx context.Context, system []byte, conv []message, tools json.RawMessage) (ssestream.Decoder, error) {
+func (m *chatModel) open(ctx context.Context, system []byte, conv []message, tools json.RawMessage) (ssestream.Decoder, error) {
 	var raw *http.Response
 	err := m.client.Post(ctx, "chat/completions", json.RawMessage(m.request(system, conv, tools)), &raw)
 	var events ssestream.Decoder
