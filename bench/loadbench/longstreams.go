@@ -60,9 +60,10 @@ func (b *bench) measureLongStreams(ctx context.Context) ([]row, error) {
 	var rows []row
 	var first *streamStep
 	for _, n := range ladder {
-		// Each stream holds a descriptor in this process twice (client
-		// and model) and in chatd twice.
-		if 2*n+256 > limit {
+		// Each stream holds a descriptor in this process and in chatd
+		// (the client's connection); the model's streams share HTTP/2
+		// connections, up to 250 a connection.
+		if n+n/250+256 > limit {
 			fmt.Fprintf(os.Stderr, "loadbench: row 9a stops before N=%d: %d file descriptors allowed\n", n, limit)
 			break
 		}
@@ -141,7 +142,11 @@ func (b *bench) serveModel() (string, error) {
 		}
 		_, _ = io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
 	})
-	srv := &http.Server{Handler: mux}
+	// HTTP/2 without TLS for chatd (CHATD_AGENT_H2C), HTTP/1.1 for row
+	// 9d's relay.
+	srv := &http.Server{Handler: mux, Protocols: new(http.Protocols)}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	go func() { _ = srv.Serve(ln) }()
 	b.closers = append(b.closers, func() { _ = srv.Close() })
 	return "http://" + ln.Addr().String() + "/v1", nil
@@ -177,7 +182,7 @@ func (b *bench) startChatdProc(ctx context.Context, bin, model string) (*chatdPr
 	ln.Close()
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "CHATD_ADDR="+addr, "CHATD_REDIS_URL=redis://"+b.redis.Addr()+"/0",
-		"CHATD_PROCESSORS=agent", "CHATD_DEFAULT_PROCESSOR=agent", "CHATD_AGENT_BASE_URL="+model, "CHATD_AGENT_MODEL=fake",
+		"CHATD_PROCESSORS=agent", "CHATD_DEFAULT_PROCESSOR=agent", "CHATD_AGENT_BASE_URL="+model, "CHATD_AGENT_MODEL=fake", "CHATD_AGENT_H2C=true",
 		"CHATD_AGENT_ASK_USER=false", "CHATD_MAX_STREAMS=100000", "CHATD_RATE_LIMIT=0", "CHATD_MAX_THREADS=1000000",
 		"CHATD_LOG_LEVEL=error", "CHATD_UI=false")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -212,8 +217,8 @@ func (p *chatdProc) stop() {
 
 // usage is what chatd's process holds at one moment.
 type usage struct {
-	rss, heap, goroutines float64
-	cpu                   time.Duration
+	rss, heap, stacks, goroutines float64
+	cpu                           time.Duration
 }
 
 func (p *chatdProc) usage() (usage, error) {
@@ -222,7 +227,7 @@ func (p *chatdProc) usage() (usage, error) {
 	if err != nil {
 		return u, err
 	}
-	u.heap, u.goroutines = m["go_memstats_heap_inuse_bytes"], m["go_goroutines"]
+	u.heap, u.stacks, u.goroutines = m["go_memstats_heap_inuse_bytes"], m["go_memstats_stack_inuse_bytes"], m["go_goroutines"]
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		return u, err
@@ -271,9 +276,10 @@ func (s *streamStep) p99() time.Duration { return percentile(s.delays, 99) }
 
 func (s *streamStep) summary() string {
 	n := float64(s.n)
-	return fmt.Sprintf("%d/%d completed; added delay p50 %.1f ms, p99 %.1f ms; per stream RSS %.1f KiB, Go heap %.1f KiB, %.1f goroutines; CPU %.0f µs per chunk",
+	return fmt.Sprintf("%d/%d completed; added delay p50 %.1f ms, p99 %.1f ms; per stream RSS %.1f KiB, Go heap %.1f KiB, stacks %.1f KiB, %.1f goroutines; CPU %.0f µs per chunk",
 		s.completed, s.n, float64(s.p50())/1e6, float64(s.p99())/1e6,
-		(s.plato.rss-s.before.rss)/n/1024, (s.plato.heap-s.before.heap)/n/1024, (s.plato.goroutines-s.before.goroutines)/n,
+		(s.plato.rss-s.before.rss)/n/1024, (s.plato.heap-s.before.heap)/n/1024,
+		(s.plato.stacks-s.before.stacks)/n/1024, (s.plato.goroutines-s.before.goroutines)/n,
 		float64(s.cpu.Microseconds())/(n*modelChunks))
 }
 

@@ -20,9 +20,11 @@ import (
 // AgentSettings are the variables of the agent processors, part of config.
 type AgentSettings struct {
 	// The agent processor "agent", enabled through CHATD_PROCESSORS.
-	AgentBaseURL      string `envconfig:"AGENT_BASE_URL"`
-	AgentModel        string `envconfig:"AGENT_MODEL"`
-	AgentAPIKey       string `envconfig:"AGENT_API_KEY"`
+	AgentBaseURL string `envconfig:"AGENT_BASE_URL"`
+	AgentModel   string `envconfig:"AGENT_MODEL"`
+	AgentAPIKey  string `envconfig:"AGENT_API_KEY"`
+	// AgentH2C speaks HTTP/2 without TLS to an http:// AgentBaseURL.
+	AgentH2C          bool   `envconfig:"AGENT_H2C"`
 	AgentSystemPrompt string `envconfig:"AGENT_SYSTEM_PROMPT"`
 	AgentAskUser      bool   `envconfig:"AGENT_ASK_USER" default:"true"`
 	// AgentInputs are the kinds of blocks the agent's model is given as
@@ -160,7 +162,7 @@ func (c config) envAgent(files agent.FileReader) (*agent.Agent, error) {
 		return nil, errors.New("set CHATD_AGENT_BASE_URL (such as http://127.0.0.1:11434/v1) and CHATD_AGENT_MODEL")
 	}
 	a, err := agent.New(agent.Config{
-		BaseURL: c.AgentBaseURL, Model: c.AgentModel, APIKey: c.AgentAPIKey, SystemPrompt: c.AgentSystemPrompt,
+		BaseURL: c.AgentBaseURL, Model: c.AgentModel, APIKey: c.AgentAPIKey, H2C: c.AgentH2C, SystemPrompt: c.AgentSystemPrompt,
 		MaxSteps: agent.DefaultMaxSteps, HistoryWindow: agent.DefaultHistoryWindow, AskUser: c.AgentAskUser,
 		Inputs: trimAll(c.AgentInputs), TextFileBytes: c.AgentTextFileBytes, Files: files,
 	})

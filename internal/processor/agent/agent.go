@@ -39,6 +39,11 @@ type Config struct {
 	Model string
 	// APIKey is sent as a bearer token; empty sends none (local servers).
 	APIKey string
+	// H2C speaks HTTP/2 without TLS to an http:// BaseURL, for a model
+	// server or proxy that accepts it with prior knowledge: every turn's
+	// stream then shares a few connections instead of holding one each.
+	// An https BaseURL negotiates HTTP/2 by itself.
+	H2C bool
 	// SystemPrompt, when set, is the first message of every model call.
 	SystemPrompt string
 	// MaxSteps caps the model calls of one turn (at least 1).
@@ -94,6 +99,8 @@ func New(cfg Config) (*Agent, error) {
 	var errs []error
 	if u, err := url.Parse(cfg.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("base_url %q: want an http or https URL such as http://127.0.0.1:11434/v1", cfg.BaseURL))
+	} else if cfg.H2C && u.Scheme != "http" {
+		errs = append(errs, errors.New("h2c: only for an http:// base_url (https negotiates HTTP/2 by itself)"))
 	}
 	if strings.TrimSpace(cfg.Model) == "" {
 		errs = append(errs, errors.New("model: required"))

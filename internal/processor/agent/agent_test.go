@@ -525,6 +525,15 @@ func TestNewChecksConfig(t *testing.T) {
 	}
 }
 
+func TestNewRefusesH2COverHTTPS(t *testing.T) {
+	cfg := agent.Config{BaseURL: "https://api.example.com/v1", Model: "m", MaxSteps: 1, H2C: true}
+	_, err := agent.New(cfg)
+	require.ErrorContains(t, err, "h2c: only for an http:// base_url")
+	cfg.BaseURL = "http://127.0.0.1:8000/v1"
+	_, err = agent.New(cfg)
+	assert.NoError(t, err)
+}
+
 // bookingTool needs the user's answer before it can finish, as an MCP tool
 // that raises an elicitation does: it pauses with a form and saved state,
 // and finishes when called again with the answer.

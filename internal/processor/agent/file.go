@@ -20,6 +20,7 @@ import (
 //	    base_url: http://127.0.0.1:11434/v1  # the API root, /v1 included
 //	    model: llama3.1
 //	    api_key_env: SUPPORT_API_KEY         # the variable holding the key, if any
+//	    h2c: false                           # HTTP/2 without TLS to an http:// base_url
 //	    system_prompt: You are a helpful support agent.
 //	    max_steps: 8                         # model calls per turn
 //	    max_tokens_per_turn: 20000           # optional: input+output tokens per turn
@@ -275,9 +276,16 @@ func (p *fileParser) list(n *yaml.Node, field string, fn func(item *yaml.Node, f
 
 func (p *fileParser) agent(n *yaml.Node, field string) FileAgent {
 	a := FileAgent{Line: n.Line, Config: Config{MaxSteps: DefaultMaxSteps, HistoryWindow: DefaultHistoryWindow, AskUser: true}}
+	var h2c *yaml.Node
 	p.object(n, field, []string{"name", "base_url", "model"}, func(key string, v *yaml.Node, field string) bool {
+		if key == "h2c" {
+			h2c = v
+		}
 		return p.agentField(&a, key, v, field)
 	})
+	if u, err := url.Parse(a.Config.BaseURL); err == nil && a.Config.H2C && u.Scheme == "https" {
+		p.errorf(h2c, field+".h2c", "only for an http:// base_url (https negotiates HTTP/2 by itself)")
+	}
 	return a
 }
 
@@ -304,6 +312,8 @@ func (p *fileParser) agentField(a *FileAgent, key string, v *yaml.Node, field st
 				p.errorf(v, field, "the variable %s is not set", env)
 			}
 		}
+	case "h2c":
+		a.Config.H2C = p.bool(v, field)
 	case "system_prompt":
 		a.Config.SystemPrompt = p.str(v, field)
 	case "max_steps":

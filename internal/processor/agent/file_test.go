@@ -25,6 +25,7 @@ agents:
     base_url: http://127.0.0.1:11434/v1
     model: llama3.1
     api_key_env: SUPPORT_KEY
+    h2c: true
     system_prompt: |
       You are a helpful support agent.
     max_steps: 4
@@ -62,7 +63,7 @@ func TestParseFile(t *testing.T) {
 	temp := 0.2
 	assert.Equal(t, agent.Config{
 		Description: "Answers support questions", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1",
-		APIKey: "sk-support", SystemPrompt: "You are a helpful support agent.\n", MaxSteps: 4, HistoryWindow: 10,
+		APIKey: "sk-support", H2C: true, SystemPrompt: "You are a helpful support agent.\n", MaxSteps: 4, HistoryWindow: 10,
 		Temperature: &temp, AskUser: false, Confirm: []string{"files__*"}, NoConfirm: []string{"files__read_*"},
 	}, support.Config)
 	assert.Equal(t, []string{"files", "search"}, support.MCP)
@@ -172,6 +173,9 @@ func TestParseFileErrors(t *testing.T) {
 			"agents.yaml:3: agents[0].base_url: want an http or https URL with /v1, such as http://127.0.0.1:11434/v1"}},
 		{"bad name", "agents:\n  - name: my agent\n    base_url: http://h/v1\n    model: m\n", []string{
 			`agents.yaml:2: agents[0].name: "my agent": want 1 to 64 letters, digits, _ or -, starting with a letter or digit`}},
+		{"h2c over https", "agents:\n  - name: a\n    base_url: https://h/v1\n    model: m\n    h2c: true\n", []string{
+			"agents.yaml:5: agents[0].h2c: only for an http:// base_url (https negotiates HTTP/2 by itself)"}},
+		{"h2c not a boolean", agentWith("h2c: yes please"), []string{`agents.yaml:5: agents[0].h2c: want true or false, got "yes please"`}},
 		{"max_steps zero", agentWith("max_steps: 0"), []string{"agents.yaml:5: agents[0].max_steps: must be at least 1"}},
 		{"max_steps not a number", agentWith("max_steps: many"), []string{`agents.yaml:5: agents[0].max_steps: want a whole number, got "many"`}},
 		{"history_window negative", agentWith("history_window: -1"), []string{"agents.yaml:5: agents[0].history_window: must not be negative"}},
