@@ -178,33 +178,44 @@ func (a *Agent) Process(ctx context.Context, in processor.Input, emit processor.
 }
 
 func (t *turn) process(ctx context.Context, in processor.Input) (processor.Output, error) {
+	// begin's frame, with what it inlines, is over a kilobyte: returning
+	// before the loop keeps it off the stack while the model streams.
+	if out, err := t.begin(ctx, in); out != nil || err != nil {
+		return deref(out), err
+	}
+	return t.loop(ctx)
+}
+
+// begin sets up the conversation the model sees: the history, and the
+// user's message or the paused exchange. A non-nil Output ends the turn
+// there (a resumed tool that pauses again, say).
+func (t *turn) begin(ctx context.Context, in processor.Input) (*processor.Output, error) {
 	a := t.a
 	t.threadID, t.principal = in.ThreadID, in.Principal
 	history, err := a.history.entries(in.History)
 	if err != nil {
-		return processor.Output{}, fmt.Errorf("agent: history: %w", err)
+		return nil, fmt.Errorf("agent: history: %w", err)
 	}
 	switch {
 	case in.Resume != nil:
 		st, err := decodeState(in.Resume.State)
 		if err != nil {
-			return processor.Output{}, &processor.Error{Detail: "the agent could not read the state it saved when it paused", Err: err}
+			return nil, &processor.Error{Detail: "the agent could not read the state it saved when it paused", Err: err}
 		}
 		t.conv = historyMessages(before(history, st.Since))
 		t.start, t.since = len(t.conv), st.Since
 		t.conv = append(t.conv, st.Messages...)
-		out, err := t.resume(ctx, st, in.Resume)
-		if out != nil || err != nil {
-			return deref(out), err
+		if out, err := t.resume(ctx, st, in.Resume); out != nil || err != nil {
+			return out, err
 		}
 	case in.Message != nil:
 		t.conv = historyMessages(history)
 		t.start, t.since = len(t.conv), in.Message.ID
 		t.conv = append(t.conv, a.inputs.userMessage(ctx, in))
 	default:
-		return processor.Output{}, errors.New("agent: no message to answer")
+		return nil, errors.New("agent: no message to answer")
 	}
-	return t.loop(ctx)
+	return nil, nil
 }
 
 // before returns the messages older than the one with ID since. Message IDs
