@@ -217,8 +217,8 @@ func (p *chatdProc) stop() {
 
 // usage is what chatd's process holds at one moment.
 type usage struct {
-	rss, heap, stacks, goroutines float64
-	cpu                           time.Duration
+	rss, heap, live, stacks, goroutines float64
+	cpu                                 time.Duration
 }
 
 func (p *chatdProc) usage() (usage, error) {
@@ -227,7 +227,8 @@ func (p *chatdProc) usage() (usage, error) {
 	if err != nil {
 		return u, err
 	}
-	u.heap, u.stacks, u.goroutines = m["go_memstats_heap_inuse_bytes"], m["go_memstats_stack_inuse_bytes"], m["go_goroutines"]
+	u.heap, u.live = m["go_memstats_heap_inuse_bytes"], m["go_gc_heap_live_bytes"]
+	u.stacks, u.goroutines = m["go_memstats_stack_inuse_bytes"], m["go_goroutines"]
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		return u, err
@@ -276,10 +277,10 @@ func (s *streamStep) p99() time.Duration { return percentile(s.delays, 99) }
 
 func (s *streamStep) summary() string {
 	n := float64(s.n)
-	return fmt.Sprintf("%d/%d completed; added delay p50 %.1f ms, p99 %.1f ms; per stream RSS %.1f KiB, Go heap %.1f KiB, stacks %.1f KiB, %.1f goroutines; CPU %.0f µs per chunk",
+	return fmt.Sprintf("%d/%d completed; added delay p50 %.1f ms, p99 %.1f ms; per stream RSS %.1f KiB, Go heap %.1f KiB in use and %.1f KiB live, stacks %.1f KiB, %.1f goroutines; CPU %.0f µs per chunk",
 		s.completed, s.n, float64(s.p50())/1e6, float64(s.p99())/1e6,
 		(s.plato.rss-s.before.rss)/n/1024, (s.plato.heap-s.before.heap)/n/1024,
-		(s.plato.stacks-s.before.stacks)/n/1024, (s.plato.goroutines-s.before.goroutines)/n,
+		(s.plato.live-s.before.live)/n/1024, (s.plato.stacks-s.before.stacks)/n/1024, (s.plato.goroutines-s.before.goroutines)/n,
 		float64(s.cpu.Microseconds())/(n*modelChunks))
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"regexp"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -64,7 +65,13 @@ func NewMetrics() *Metrics {
 	}
 	m.registry.MustRegister(m.httpDuration, m.turns, m.elicitations, m.storeErrors, m.tokens,
 		m.openStreams, m.queuedBytes, m.droppedStreams,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		// The live heap (go_gc_heap_live_bytes) beside the standard Go
+		// metrics: the heap in use also counts garbage not yet collected,
+		// which can be as much again, and the live heap is what to size
+		// GOMEMLIMIT by.
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -59,6 +59,8 @@ func TestOps(t *testing.T) {
 		`chatd_http_request_duration_seconds_count{code="200",method="POST",route="/v1/threads/{thread_id}/turns"}`,
 		`chatd_http_request_duration_seconds_bucket{code="201",method="POST",route="/v1/threads",le="+Inf"}`,
 		`chatd_store_errors_total 0`,
+		"go_gc_heap_live_bytes ",
+		"go_memstats_heap_inuse_bytes ",
 	} {
 		assert.Contains(t, metrics, want)
 	}
