@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -298,11 +300,19 @@ func (s *streamStep) commandsPerTurnSecond() float64 {
 
 func (s *streamStep) redisSummary() string {
 	n := float64(s.n)
+	names := slices.Collect(maps.Keys(s.redisCmds))
+	// The most frequent first, by name among equals.
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(s.redisCmds[b], s.redisCmds[a]), strings.Compare(a, b))
+	})
 	var top []string
-	for name, v := range s.redisCmds {
-		top = append(top, fmt.Sprintf("%s %.1f", name, v/n))
+	for i, name := range names {
+		if i == 7 {
+			top = append(top, "…")
+			break
+		}
+		top = append(top, fmt.Sprintf("%s %.1f", name, s.redisCmds[name]/n))
 	}
-	slices.Sort(top)
 	return fmt.Sprintf("%.1f commands (%s), %.1f KiB sent to Redis; %.2f commands and %.2f script calls (appends included) per second of streaming",
 		s.total()/n, strings.Join(top, ", "), s.redisBytes/n/1024, s.commandsPerTurnSecond(),
 		s.redisCmds["evalsha"]/n/(modelChunks*modelEvery).Seconds())
